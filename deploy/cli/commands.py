@@ -1,0 +1,27 @@
+"""Registers every command module with the application."""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+# Modules under deploy.cli that define `register(app)`; each owns its commands.
+COMMAND_MODULES = (
+    "repository",  # validate, package
+    "local",  # serve
+    "lifecycle",  # up, down, status, prune
+    "invoke",  # invoke
+    "neuron",  # neuron generate | plan | compile
+)
+
+
+def register(app: typer.Typer) -> None:
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"deploy.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"deploy.cli.{name}":
+                raise
+            continue
+        module.register(app)
