@@ -7,7 +7,7 @@ The client SDK (`deploy.client`) keeps its own tree, separate from this one.
     DeployError
     ├── ConfigError            deploy.toml, DEPLOY_* variables, flags
     ├── RepositoryError        a model repository that cannot be read at all
-    ├── ValidationFailed       `deploy validate` found errors
+    ├── ValidationFailedError       `deploy validate` found errors
     ├── PackagingError         `deploy package` could not write an archive
     ├── LocalEndpointError     the local endpoint or its tritonserver
     ├── AwsError               a call to AWS (or the moto server) failed
@@ -44,7 +44,7 @@ class RepositoryError(DeployError):
     """A model repository cannot be read."""
 
 
-class ValidationFailed(DeployError):
+class ValidationFailedError(DeployError):
     """Validation reported at least one error."""
 
 

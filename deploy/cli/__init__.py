@@ -13,7 +13,6 @@ import os
 import sys
 from typing import Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -26,17 +25,17 @@ DEBUG_ENV = "DEPLOY_DEBUG"
 class _DeployGroup(TyperGroup):
     """Maps `DeployError` to exit code 1 with a readable message."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:  # typer's vendored click.Context
         try:
             return super().invoke(ctx)
         except DeployError as exc:
             debug = bool(ctx.obj and ctx.obj.get("debug")) or os.environ.get(DEBUG_ENV) == "1"
             if debug:
                 raise
-            click.echo(f"error: {exc}", err=True)
+            typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from None
         except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
+            typer.echo("interrupted", err=True)
             raise typer.Exit(130) from None
 
 

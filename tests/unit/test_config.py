@@ -52,5 +52,5 @@ def test_unknown_field_is_an_error_naming_it(tmp_path: Path) -> None:
 
 def test_broken_toml_names_the_file(tmp_path: Path) -> None:
     config = write(tmp_path / "deploy.toml", "[default\n")
-    with pytest.raises(ConfigError, match="deploy.toml"):
+    with pytest.raises(ConfigError, match=r"deploy\.toml"):
         load_settings(config_file=config)
