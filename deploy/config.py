@@ -18,7 +18,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -33,6 +33,57 @@ CONFIG_FILE_ENV = "DEPLOY_CONFIG"
 STAGE_ENV = "DEPLOY_STAGE"
 DEFAULT_CONFIG_FILE = "deploy.toml"
 DEFAULT_STAGE = "dev"
+
+
+class InfraSettings(BaseModel):
+    """Infrastructure settings read by the CDK app (`infra/`); the instance type is top-level."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    account: str | None = Field(
+        None, pattern=r"^\d{12}$", description="AWS account id (None: the CLI's credentials)."
+    )
+    initial_instance_count: int = Field(1, ge=1, description="Instances the variant starts with.")
+    min_instance_count: int = Field(1, ge=1, description="Autoscaling minimum.")
+    max_instance_count: int = Field(2, ge=1, description="Autoscaling maximum.")
+    target_invocations_per_instance: float = Field(
+        100.0, gt=0, description="Target tracking on SageMakerVariantInvocationsPerInstance."
+    )
+    gpu_utilization_target: float | None = Field(
+        None, gt=0, le=100, description="Optional target tracking on GPUUtilization (percent)."
+    )
+    scale_in_cooldown_s: int = Field(300, ge=0, description="Scale-in cooldown (seconds).")
+    scale_out_cooldown_s: int = Field(60, ge=0, description="Scale-out cooldown (seconds).")
+    vpc_id: str | None = Field(None, description="Existing VPC id (None: create one).")
+    kms_key_arn: str | None = Field(None, description="Existing KMS key ARN (None: create one).")
+    triton_version: str = Field("24.09", description="SageMaker Triton image version.")
+    model_bucket_name: str | None = Field(None, description="Model-store bucket (None: generated).")
+    model_prefix: str = Field(
+        "models/", pattern=r"^([A-Za-z0-9!_.*'()-]+/)+$", description="Model-store key prefix."
+    )
+    alarm_5xx_errors: int = Field(1, ge=1, description="Invocation5XXErrors per minute.")
+    alarm_model_latency_p99_ms: float = Field(1000.0, gt=0, description="ModelLatency p99 (ms).")
+    alarm_model_loading_wait_ms: float = Field(
+        5000.0, gt=0, description="ModelLoadingWaitTime average (ms)."
+    )
+    alarm_memory_percent: float = Field(90.0, gt=0, le=100, description="Memory utilisation.")
+    alarm_gpu_memory_percent: float = Field(
+        90.0, gt=0, le=100, description="GPU memory utilisation."
+    )
+    alarm_disk_percent: float = Field(85.0, gt=0, le=100, description="Disk utilisation.")
+    notification_email: str | None = Field(None, description="E-mail subscribed to alarms.")
+    notification_topic_arn: str | None = Field(None, description="Existing SNS topic for alarms.")
+    data_capture: bool = Field(False, description="Capture requests/responses to the model store.")
+    data_capture_percent: int = Field(100, ge=1, le=100, description="Sampling percentage.")
+    api: bool = Field(True, description="Deploy the HTTP API front door (API Gateway + Lambda).")
+
+    @model_validator(mode="after")
+    def _counts_are_ordered(self) -> InfraSettings:
+        if not (self.min_instance_count <= self.initial_instance_count <= self.max_instance_count):
+            raise ValueError(
+                "need min_instance_count <= initial_instance_count <= max_instance_count"
+            )
+        return self
 
 
 class DeploySettings(BaseSettings):
@@ -51,6 +102,7 @@ class DeploySettings(BaseSettings):
     region: str = Field("us-east-1", description="AWS region.")
     endpoint_name: str = Field("deploy-triton", description="SageMaker endpoint name.")
     instance_type: str = Field("ml.g5.xlarge", description="SageMaker instance type.")
+    infra: InfraSettings = Field(default_factory=InfraSettings)
 
 
 class _TomlStageSource(PydanticBaseSettingsSource):
