@@ -1,0 +1,123 @@
+"""Clients for one region and the mapping of botocore errors to `AwsError`.
+
+boto3 (>= 1.28) reads `AWS_ENDPOINT_URL` and `AWS_ENDPOINT_URL_<SERVICE>`
+itself, so no endpoint handling lives here: the moto server, LocalStack or
+a VPC endpoint are chosen by environment, exactly as for the AWS CLI.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from deploy.errors import AwsError
+
+if TYPE_CHECKING:
+    import boto3
+
+# What to tell the user for the error codes that have one obvious fix.
+_FIXES = {
+    "AccessDenied": "grant the calling role the permission named above",
+    "AccessDeniedException": "grant the calling role the permission named above",
+    "ExpiredToken": "refresh the credentials (aws sso login, or a new OIDC session)",
+    "ExpiredTokenException": "refresh the credentials (aws sso login, or a new OIDC session)",
+    "InvalidClientTokenId": "check AWS_ACCESS_KEY_ID / AWS_PROFILE",
+    "NoSuchBucket": "run `deploy up` for this stage first, or check the bucket name",
+    "ThrottlingException": "retry in a minute; lower the upload concurrency",
+}
+
+
+class AwsCallError(AwsError):
+    """An AWS call failed; `code` is the service's error code ('' when none)."""
+
+    def __init__(self, message: str, *, code: str, where: str | None, fix: str | None) -> None:
+        super().__init__(message, where=where, fix=fix)
+        self.code = code
+
+
+@contextlib.contextmanager
+def aws_call(action: str, *, where: str | None = None, fix: str | None = None) -> Iterator[None]:
+    """Run boto3 calls, turning botocore failures into `AwsCallError`."""
+    from botocore.exceptions import (
+        BotoCoreError,
+        ClientError,
+        EndpointConnectionError,
+        NoCredentialsError,
+        NoRegionError,
+    )
+
+    try:
+        yield
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        code = str(error.get("Code", ""))
+        message = str(error.get("Message", "")) or str(exc)
+        raise AwsCallError(
+            f"{action} failed: {code}: {message}",
+            code=code,
+            where=where,
+            fix=fix or _FIXES.get(code, "check the message above; re-running is safe"),
+        ) from exc
+    except NoCredentialsError as exc:
+        raise AwsCallError(
+            f"{action} failed: no AWS credentials found",
+            code="NoCredentials",
+            where=where,
+            fix="configure credentials (AWS_PROFILE, AWS_ACCESS_KEY_ID, or an OIDC role)",
+        ) from exc
+    except NoRegionError as exc:
+        raise AwsCallError(
+            f"{action} failed: no region",
+            code="NoRegion",
+            where=where,
+            fix="set `region` in deploy.toml, DEPLOY_REGION or --region",
+        ) from exc
+    except EndpointConnectionError as exc:
+        raise AwsCallError(
+            f"{action} failed: cannot reach {exc.kwargs.get('endpoint_url', 'the endpoint')}",
+            code="EndpointConnection",
+            where=where,
+            fix="check the network, or AWS_ENDPOINT_URL when using an emulator",
+        ) from exc
+    except BotoCoreError as exc:
+        raise AwsCallError(
+            f"{action} failed: {exc}", code=type(exc).__name__, where=where, fix=fix
+        ) from exc
+
+
+@dataclass
+class AwsSession:
+    """One region and credential source; hands out cached, thread-safe clients."""
+
+    region: str
+    profile: str | None = None
+    _session: boto3.Session | None = field(default=None, init=False, repr=False)
+    _clients: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def client(self, service: str) -> Any:
+        """A boto3 client; its endpoint follows AWS_ENDPOINT_URL[_<SERVICE>]."""
+        with self._lock:
+            if service not in self._clients:
+                import boto3
+                from botocore.config import Config
+
+                if self._session is None:
+                    with aws_call("opening an AWS session", where=f"profile {self.profile}"):
+                        self._session = boto3.Session(
+                            region_name=self.region, profile_name=self.profile
+                        )
+                config = Config(
+                    retries={"mode": "standard", "max_attempts": 5},
+                    max_pool_connections=32,
+                )
+                session: Any = self._session
+                self._clients[service] = session.client(service, config=config)
+            return self._clients[service]
+
+    def account_id(self) -> str:
+        with aws_call("sts:GetCallerIdentity", where=self.region):
+            return str(self.client("sts").get_caller_identity()["Account"])
