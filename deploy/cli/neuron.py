@@ -1,0 +1,149 @@
+"""`deploy neuron generate | plan | compile`: Inferentia (ml.inf1) models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+neuron_app = typer.Typer(
+    help="Inferentia (ml.inf1): generate Neuron models, plan NeuronCores, compile.",
+    no_args_is_help=True,
+)
+
+
+@neuron_app.command("generate")
+def generate(
+    compiled_model: Annotated[
+        Path,
+        typer.Option(
+            "--compiled-model", help="TorchScript file (Neuron-compiled, or plain for CPU)."
+        ),
+    ],
+    inputs: Annotated[
+        list[str],
+        typer.Option("--input", help="NAME__i,DTYPE,DIMS, e.g. INPUT__0,FP32,3x32x32 (repeat)."),
+    ],
+    outputs: Annotated[
+        list[str],
+        typer.Option("--output", help="NAME__i,DTYPE,DIMS, e.g. OUTPUT__0,FP32,10 (repeat)."),
+    ],
+    cores: Annotated[str, typer.Option("--cores", help="Inclusive NeuronCore range START:END.")],
+    model_dir: Annotated[Path, typer.Option("--model-dir", help="Model folder to write.")],
+    instances: Annotated[
+        int, typer.Option("--instances", help="Model instances sharing the cores.")
+    ] = 1,
+    threads_per_core: Annotated[int, typer.Option("--threads-per-core")] = 1,
+    max_batch_size: Annotated[int, typer.Option("--max-batch-size")] = 0,
+    dynamic_batching: Annotated[bool, typer.Option("--dynamic-batching")] = False,
+    preferred_batch_sizes: Annotated[
+        list[int] | None,
+        typer.Option("--preferred-batch-size", help="Dynamic batcher preferred size (repeat)."),
+    ] = None,
+    max_queue_delay_us: Annotated[int, typer.Option("--max-queue-delay-us")] = 0,
+    per_request: Annotated[
+        bool,
+        typer.Option(
+            "--per-request", help="Run queued requests one by one instead of concatenated."
+        ),
+    ] = False,
+    instance_type: Annotated[
+        str | None, typer.Option("--instance", help="Check the core range fits this inf1 size.")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an existing model folder.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Write a Triton python-backend model that runs a compiled model on NeuronCores."""
+    from deploy.cli.output import console, emit_json
+    from deploy.neuron.generate import generate_model
+    from deploy.neuron.planning import require_core_plan, split_cores
+    from deploy.neuron.spec import build_spec
+
+    spec = build_spec(
+        name=model_dir.name,
+        compiled_model=compiled_model,
+        inputs=inputs,
+        outputs=outputs,
+        cores=cores,
+        instances=instances,
+        threads_per_core=threads_per_core,
+        max_batch_size=max_batch_size,
+        dynamic_batching=dynamic_batching,
+        preferred_batch_sizes=preferred_batch_sizes,
+        max_queue_delay_us=max_queue_delay_us,
+        per_request=per_request,
+    )
+    if instance_type is not None:
+        require_core_plan({spec.name: spec.cores}, instance_type)
+    written = generate_model(spec, model_dir, force=force)
+    slices = [piece.visible_cores() for piece in split_cores(spec.cores, spec.instances)]
+    if as_json:
+        emit_json(
+            {
+                "model": spec.name,
+                "model_dir": str(written),
+                "cores": str(spec.cores),
+                "instance_cores": slices,
+                "batching": spec.batching,
+            }
+        )
+        return
+    console().print(
+        f"wrote [bold]{written}[/bold]: NeuronCores {spec.cores}, "
+        f"instances {', '.join(slices)}, batching {spec.batching}"
+    )
+
+
+@neuron_app.command("plan")
+def plan(
+    repository: Annotated[Path, typer.Argument(help="Triton model repository.")],
+    instance_type: Annotated[
+        str, typer.Option("--instance", help="inf1 size, e.g. ml.inf1.6xlarge.")
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Show each Neuron model's NeuronCores on an inf1 size; exit 1 on overlap or overflow."""
+    from deploy.cli.output import console, emit_json
+    from deploy.errors import NeuronError
+    from deploy.neuron.instances import neuron_cores
+    from deploy.neuron.planning import check_core_plan, repository_core_ranges
+
+    available = neuron_cores(instance_type)
+    ranges = repository_core_ranges(repository)
+    problems = check_core_plan(ranges, instance_type)
+    used = sum(cores.count for cores in ranges.values())
+    if as_json:
+        emit_json(
+            {
+                "instance_type": instance_type,
+                "neuron_cores": available,
+                "models": {name: str(cores) for name, cores in sorted(ranges.items())},
+                "problems": [
+                    {"models": list(p.models), "message": p.message, "fix": p.fix} for p in problems
+                ],
+            }
+        )
+    else:
+        from rich.table import Table
+
+        table = Table(title=f"{instance_type}: {available} NeuronCores, {used} assigned")
+        table.add_column("model")
+        table.add_column("cores")
+        table.add_column("count", justify="right")
+        for name, cores in sorted(ranges.items(), key=lambda item: item[1].start):
+            table.add_row(name, str(cores), str(cores.count))
+        console().print(table)
+    if problems:
+        first = problems[0]
+        raise NeuronError(
+            "; ".join(p.message for p in problems),
+            where=", ".join(first.models),
+            fix=first.fix,
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(neuron_app, name="neuron")
