@@ -1,0 +1,241 @@
+"""`AsyncEndpoint`: the same surface as `Endpoint` for asyncio applications.
+
+Requests go over one pooled aiohttp session and are signed with botocore's
+SigV4 signer (service `sagemaker`), so no thread is tied up per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from deploy.client._core import (
+    DEFAULT_MAX_PAYLOAD,
+    ManifestSource,
+    Prepared,
+    finish,
+    prepare,
+    route,
+)
+from deploy.client._errors import (
+    EndpointError,
+    InferenceTimeoutError,
+    ModelNotFoundError,
+)
+from deploy.client._failures import ErrorAnswer, to_exception
+from deploy.client._result import InferResult
+from deploy.client._retry import Attempts, RetryPolicy, TransientError
+from deploy.client._sync import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Endpoint
+
+_SIGNING_NAME = "sagemaker"
+_TARGET_MODEL_HEADER = "X-Amzn-SageMaker-Target-Model"
+
+
+class AsyncEndpoint:
+    """Async twin of `Endpoint`; use it as `async with AsyncEndpoint(...) as ep:`.
+
+    Arguments mean what they mean for `Endpoint`; `max_connections` sizes the
+    connection pool.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        region: str | None = None,
+        endpoint_url: str | None = None,
+        session: Any | None = None,
+        manifest: str | Path | Any | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        connect_timeout: float = 10.0,
+        retries: RetryPolicy | int = DEFAULT_RETRIES,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD,
+        max_connections: int = 64,
+    ) -> None:
+        # The sync endpoint owns credentials, region and endpoint resolution; its
+        # client is only used to learn the URL and is never called.
+        self._sync = Endpoint(
+            name,
+            region=region,
+            endpoint_url=endpoint_url,
+            session=session,
+            manifest=manifest,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            retries=retries,
+            max_payload_bytes=max_payload_bytes,
+        )
+        self.name = name
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.retries = self._sync.retries
+        self.max_payload_bytes = max_payload_bytes
+        self.max_connections = max_connections
+        self._manifest: ManifestSource = self._sync._manifest
+        self._http: Any | None = None
+        self._url: str | None = None
+        self._signer: Any | None = None
+        self._signed = True
+
+    async def infer(
+        self,
+        model: str,
+        inputs: Mapping[str, Any],
+        outputs: Sequence[str] | None = None,
+        *,
+        target_model: str | None = None,
+        class_count: int | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> InferResult:
+        """See `Endpoint.infer`."""
+        prepared = await self._prepare(
+            model, inputs, outputs, target_model, class_count, parameters
+        )
+        try:
+            return await self._send(prepared)
+        except ModelNotFoundError:
+            if not prepared.route.from_manifest:
+                raise
+            await asyncio.to_thread(self._manifest.refresh)
+            again = await self._prepare(
+                model, inputs, outputs, target_model, class_count, parameters
+            )
+            if again.route.target_model == prepared.route.target_model:
+                raise
+            return await self._send(again)
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
+        self._sync.close()
+
+    async def __aenter__(self) -> AsyncEndpoint:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _prepare(
+        self,
+        model: str,
+        inputs: Mapping[str, Any],
+        outputs: Sequence[str] | None,
+        target_model: str | None,
+        class_count: int | None,
+        parameters: Mapping[str, Any] | None,
+    ) -> Prepared:
+        if not self._manifest.loaded:
+            # Discovery and S3 reads are blocking boto3 calls; keep them off the loop.
+            await asyncio.to_thread(self._manifest.get)
+        chosen = route(model, target_model, self._manifest.get(), self._manifest.reason)
+        return prepare(
+            chosen,
+            inputs,
+            outputs,
+            class_count=class_count,
+            parameters=parameters,
+            max_payload_bytes=self.max_payload_bytes,
+            endpoint=self.name,
+        )
+
+    async def _send(self, prepared: Prepared) -> InferResult:
+        attempts = Attempts(self.retries, f"endpoint {self.name!r}")
+        while True:
+            attempts.start()
+            try:
+                body, content_type = await self._invoke(prepared)
+            except TransientError as failure:
+                await asyncio.sleep(attempts.delay_after(failure))
+                continue
+            return finish(prepared, body, content_type)
+
+    def _setup(self) -> None:
+        import aiohttp
+        from botocore.auth import SigV4Auth
+
+        runtime = self._sync.runtime
+        self._url = (
+            f"{runtime.meta.endpoint_url.rstrip('/')}/endpoints/{quote(self.name, safe='')}"
+            "/invocations"
+        )
+        credentials = self._sync._boto_session().get_credentials()
+        self._signed = credentials is not None
+        if credentials is not None:
+            self._signer = (SigV4Auth, credentials, runtime.meta.region_name)
+        self._http = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=self.max_connections),
+            timeout=aiohttp.ClientTimeout(total=self.timeout, sock_connect=self.connect_timeout),
+            auto_decompress=False,
+        )
+
+    def _headers(self, prepared: Prepared) -> dict[str, str]:
+        headers = {"Content-Type": prepared.request.content_type}
+        if prepared.route.target_model is not None:
+            headers[_TARGET_MODEL_HEADER] = prepared.route.target_model
+        if not self._signed or self._signer is None:
+            return headers
+        from botocore.awsrequest import AWSRequest
+
+        signer_class, credentials, region = self._signer
+        request = AWSRequest(
+            method="POST", url=self._url, data=prepared.request.body, headers=headers
+        )
+        # Frozen per request: refreshable credentials may rotate between calls.
+        signer_class(credentials.get_frozen_credentials(), _SIGNING_NAME, region).add_auth(request)
+        return dict(request.headers.items())
+
+    async def _invoke(self, prepared: Prepared) -> tuple[bytes, str | None]:
+        import aiohttp
+
+        if self._http is None:
+            self._setup()
+        assert self._http is not None and self._url is not None  # set by _setup
+        model = prepared.route.model
+        where = f"endpoint {self.name!r}, model {model!r}"
+        try:
+            async with self._http.post(
+                self._url, data=prepared.request.body, headers=self._headers(prepared)
+            ) as response:
+                body = await response.read()
+                if response.status == 200:
+                    return body, response.headers.get("Content-Type")
+                answer = _answer_from_http(response.status, response.headers, body)
+        except TimeoutError as exc:
+            raise InferenceTimeoutError(
+                f"no answer within timeout={self.timeout}s",
+                where=where,
+                fix="raise timeout= for slow models",
+            ) from exc
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
+            raise TransientError(EndpointError(f"connection failed: {exc!r}", where=where)) from exc
+        raise to_exception(answer, endpoint=self.name, model=model)
+
+
+def _answer_from_http(status: int, headers: Mapping[str, str], body: bytes) -> ErrorAnswer:
+    """Read an AWS JSON error answer (the same facts botocore would parse)."""
+    try:
+        document = json.loads(body.decode("utf-8")) if body else {}
+    except (UnicodeDecodeError, ValueError):
+        document = {}
+    if not isinstance(document, dict):
+        document = {}
+    code = headers.get("x-amzn-ErrorType") or str(document.get("__type", "")) or None
+    if code:
+        code = code.split(":", 1)[0].rsplit("#", 1)[-1]
+    message = document.get("message") or document.get("Message")
+    if not isinstance(message, str):
+        message = body[:200].decode("utf-8", "replace") or f"HTTP {status}"
+    original = document.get("OriginalStatusCode")
+    original_message = document.get("OriginalMessage")
+    return ErrorAnswer(
+        status=status,
+        code=code,
+        message=message,
+        original_status=original if isinstance(original, int) else None,
+        original_message=original_message if isinstance(original_message, str) else None,
+    )

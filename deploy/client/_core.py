@@ -1,0 +1,223 @@
+"""What the sync and async endpoints share: routing a model name, building
+and checking the request, and turning a response body into an `InferResult`.
+
+No I/O happens here except reading the manifest through `ManifestSource`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deploy.client._codec import EncodedRequest, decode_response, encode_input, encode_request
+from deploy.client._errors import (
+    ManifestError,
+    ModelNotFoundError,
+    ResponseFormatError,
+)
+from deploy.client._manifest import (
+    SINGLE_MODEL,
+    Manifest,
+    ModelInfo,
+    manifest_url_for,
+    split_s3_url,
+)
+from deploy.client._result import InferResult
+from deploy.client._validate import check_input_names, check_outputs, check_payload, check_shape
+
+# SageMaker real-time InvokeEndpoint accepts at most 6 MB of payload.
+DEFAULT_MAX_PAYLOAD = 6 * 1024 * 1024
+_ARCHIVE_SUFFIX = ".tar.gz"
+
+ManifestLocation = str | Path | Manifest | None
+
+
+class ManifestSource:
+    """Finds and caches the manifest: a path, an s3:// URL, or discovered.
+
+    Discovery follows the endpoint to its model data URL (DescribeEndpoint →
+    DescribeEndpointConfig → DescribeModel → ModelDataUrl) and reads
+    `manifest.json` there. A failed discovery is not an error by itself: names
+    that are already TargetModels still work; `reason` says what went wrong.
+    """
+
+    def __init__(
+        self,
+        location: ManifestLocation,
+        *,
+        endpoint: str,
+        client_factory: Callable[[str], Any],
+    ) -> None:
+        self._location = location
+        self._endpoint = endpoint
+        self._client = client_factory
+        self._cached: Manifest | None = location if isinstance(location, Manifest) else None
+        self._loaded = self._cached is not None
+        self.reason: str | None = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded
+
+    def get(self) -> Manifest | None:
+        if not self._loaded:
+            self._cached = self._load()
+            self._loaded = True
+        return self._cached
+
+    def refresh(self) -> Manifest | None:
+        """Read the manifest again (after the endpoint said a model is missing)."""
+        if isinstance(self._location, Manifest):
+            return self._location
+        self._loaded = False
+        return self.get()
+
+    def _load(self) -> Manifest | None:
+        location = self._location
+        if isinstance(location, Manifest):
+            return location
+        if location is None:
+            return self._discover()
+        text = str(location)
+        if text.startswith("s3://"):
+            return self._read_s3(text)
+        return Manifest.from_path(location)
+
+    def _read_s3(self, url: str) -> Manifest:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        bucket, key = split_s3_url(url)
+        try:
+            response = self._client("s3").get_object(Bucket=bucket, Key=key)
+            raw = response["Body"].read()
+        except (BotoCoreError, ClientError) as exc:
+            raise ManifestError(
+                f"cannot be read: {exc}",
+                where=url,
+                fix="check the URL and that these credentials may read it",
+            ) from exc
+        return Manifest.from_bytes(raw, url)
+
+    def _discover(self) -> Manifest | None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            sagemaker = self._client("sagemaker")
+            endpoint = sagemaker.describe_endpoint(EndpointName=self._endpoint)
+            config = sagemaker.describe_endpoint_config(
+                EndpointConfigName=endpoint["EndpointConfigName"]
+            )
+            model = sagemaker.describe_model(ModelName=config["ProductionVariants"][0]["ModelName"])
+            container = model.get("PrimaryContainer") or model["Containers"][0]
+            url = manifest_url_for(container["ModelDataUrl"])
+            return self._read_s3(url)
+        except (BotoCoreError, ClientError, ManifestError, KeyError, IndexError) as exc:
+            self.reason = f"could not find the manifest of endpoint {self._endpoint!r}: {exc}"
+            return None
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where a request goes: the TargetModel header (or None) and extra parameters."""
+
+    model: str
+    target_model: str | None
+    info: ModelInfo | None
+    parameters: dict[str, Any] = field(default_factory=dict)
+    from_manifest: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    route: Route
+    request: EncodedRequest
+    outputs: tuple[str, ...]
+
+
+def route(
+    model: str, target_model: str | None, manifest: Manifest | None, reason: str | None
+) -> Route:
+    """Resolve a logical model name (or accept an explicit TargetModel)."""
+    info = manifest.find(model) if manifest is not None else None
+    single = manifest is not None and manifest.hosting == SINGLE_MODEL
+    if single:
+        # Inferentia: one router model behind the endpoint; it picks the model by parameter.
+        name = target_model or (info.name if info is not None else model)
+        return Route(model, None, info, {"target_model": name}, info is not None)
+    if target_model is not None:
+        return Route(model, target_model, info)
+    if info is not None:
+        return Route(model, info.target_model, info, from_manifest=True)
+    if model.endswith(_ARCHIVE_SUFFIX):
+        return Route(model, model, None)
+    if manifest is not None:
+        known = ", ".join(sorted(manifest.models)) or "none"
+        raise ModelNotFoundError(
+            f"model {model!r} is not in the manifest {manifest.source}",
+            where=f"model {model!r}",
+            fix=f"known models: {known}; or pass target_model=",
+        )
+    raise ModelNotFoundError(
+        f"{model!r} is not a TargetModel (*.tar.gz) and no manifest resolves it"
+        + (f" ({reason})" if reason else ""),
+        where=f"model {model!r}",
+        fix="pass manifest=<path or s3://.../manifest.json> to the endpoint, or target_model=",
+    )
+
+
+def prepare(
+    chosen: Route,
+    inputs: Mapping[str, Any],
+    outputs: Sequence[str] | None,
+    *,
+    class_count: int | None,
+    parameters: Mapping[str, Any] | None,
+    max_payload_bytes: int,
+    endpoint: str,
+) -> Prepared:
+    """Encode and check one request."""
+    info = chosen.info
+    if info is not None:
+        check_input_names(info, inputs.keys())
+    encoded = []
+    for name, value in inputs.items():
+        spec = info.input(name) if info is not None else None
+        item = encode_input(name, value, spec.datatype if spec is not None else None)
+        if info is not None and spec is not None:
+            check_shape(info, spec, item)
+        encoded.append(item)
+    wanted = tuple(outputs) if outputs is not None else ()
+    if info is not None:
+        check_outputs(info, wanted)
+        if class_count is not None and not wanted:
+            wanted = tuple(spec.name for spec in info.outputs)
+    merged = {**(parameters or {}), **chosen.parameters}
+    request = encode_request(encoded, wanted, class_count=class_count, parameters=merged)
+    where = f"endpoint {endpoint!r}, model {chosen.model!r}"
+    check_payload(len(request.body), max_payload_bytes, where)
+    return Prepared(chosen, request, wanted)
+
+
+def finish(prepared: Prepared, body: bytes, content_type: str | None) -> InferResult:
+    """Decode a response and check that it holds what was asked for."""
+    decoded = decode_response(body, content_type)
+    chosen = prepared.route
+    expected = prepared.outputs or (
+        tuple(spec.name for spec in chosen.info.outputs) if chosen.info is not None else ()
+    )
+    missing = [name for name in expected if name not in decoded.outputs]
+    if missing:
+        raise ResponseFormatError(
+            f"response lacks output {missing[0]!r} "
+            f"(it has: {', '.join(decoded.outputs) or 'none'})",
+            where=f"model {chosen.model!r}",
+        )
+    return InferResult(
+        decoded.outputs,
+        datatypes=decoded.datatypes,
+        model=chosen.model,
+        target_model=chosen.target_model,
+        parameters=decoded.parameters,
+    )

@@ -1,0 +1,131 @@
+"""The SDK's own error tree, separate from the CLI's `deploy.errors`.
+
+Applications catch `ClientError` for everything the SDK raises on purpose;
+the subclasses say what went wrong and carry the details as attributes.
+
+    ClientError
+    ├── InvalidInputError          inputs do not match the model (raised before sending)
+    │   └── PayloadTooLargeError   the encoded request exceeds the endpoint's limit
+    ├── ManifestError              manifest.json cannot be read, found or understood
+    ├── ModelNotFoundError         a model name resolves to no TargetModel
+    ├── ResponseFormatError        the response body is malformed (never a wrong array)
+    ├── ModelError                 the model or Triton rejected the request (not retried)
+    ├── EndpointError              the endpoint or the service failed the call
+    │   └── RetriesExhaustedError  a transient failure outlived the retry policy
+    └── InferenceTimeoutError      a call or the whole retry sequence ran out of time
+"""
+
+from __future__ import annotations
+
+
+class ClientError(Exception):
+    """Base class of every error the SDK raises on purpose.
+
+    `where` names the endpoint, model or tensor; `fix` says what to do.
+    """
+
+    def __init__(self, message: str, *, where: str | None = None, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.where = where
+        self.fix = fix
+
+    def __str__(self) -> str:
+        text = f"{self.where}: {self.message}" if self.where else self.message
+        if self.fix:
+            text = f"{text} ({self.fix})"
+        return text
+
+
+class InvalidInputError(ClientError):
+    """An input tensor does not match the model's metadata, or cannot be encoded."""
+
+
+class PayloadTooLargeError(InvalidInputError):
+    """The encoded request is larger than the endpoint accepts."""
+
+    def __init__(self, size: int, limit: int, *, where: str | None = None) -> None:
+        super().__init__(
+            f"request payload is {size} bytes, over the endpoint's limit of {limit} bytes",
+            where=where,
+            fix="send a smaller batch, or raise max_payload_bytes if the endpoint allows more",
+        )
+        self.size = size
+        self.limit = limit
+
+
+class ManifestError(ClientError):
+    """The model store's manifest.json cannot be read or is not a manifest."""
+
+
+class ModelNotFoundError(ClientError):
+    """A model name does not resolve to a TargetModel the endpoint serves."""
+
+
+class ResponseFormatError(ClientError):
+    """A response body cannot be decoded: truncated, inconsistent or of unknown type."""
+
+
+class ModelError(ClientError):
+    """The model (or Triton in front of it) rejected the request.
+
+    `status` is Triton's HTTP status when known; retrying will not help.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        where: str | None = None,
+        fix: str | None = None,
+    ) -> None:
+        super().__init__(message, where=where, fix=fix)
+        self.status = status
+
+
+class EndpointError(ClientError):
+    """The endpoint or the SageMaker service failed the call.
+
+    `code` is the service's error code (such as `ValidationError`), `status`
+    the HTTP status of the response when there was one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        status: int | None = None,
+        where: str | None = None,
+        fix: str | None = None,
+    ) -> None:
+        super().__init__(message, where=where, fix=fix)
+        self.code = code
+        self.status = status
+
+
+class RetriesExhaustedError(EndpointError):
+    """A transient failure (throttling, cold load, 503/507, reset) kept happening."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: int,
+        code: str | None = None,
+        status: int | None = None,
+        where: str | None = None,
+    ) -> None:
+        super().__init__(
+            f"{message} (gave up after {attempts} attempts)",
+            code=code,
+            status=status,
+            where=where,
+            fix="retry later, or allow more attempts with retries=RetryPolicy(max_attempts=...)",
+        )
+        self.attempts = attempts
+
+
+class InferenceTimeoutError(ClientError):
+    """A single call exceeded `timeout`, or all attempts exceeded the total deadline."""

@@ -1,0 +1,265 @@
+"""`Endpoint`: blocking calls over boto3's sagemaker-runtime `invoke_endpoint`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from deploy.client._core import (
+    DEFAULT_MAX_PAYLOAD,
+    ManifestLocation,
+    ManifestSource,
+    Prepared,
+    finish,
+    prepare,
+    route,
+)
+from deploy.client._errors import (
+    EndpointError,
+    InferenceTimeoutError,
+    ModelNotFoundError,
+)
+from deploy.client._failures import ErrorAnswer, to_exception
+from deploy.client._result import InferResult
+from deploy.client._retry import Attempts, RetryPolicy, TransientError
+
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_REGION = "us-east-1"
+DEFAULT_RETRIES = RetryPolicy()
+
+
+class Endpoint:
+    """A SageMaker endpoint serving Triton models, called with numpy arrays.
+
+    `manifest` locates the model store's manifest.json (a path, an
+    `s3://bucket/prefix/manifest.json` URL, or None to discover it from the
+    endpoint's model data URL). `timeout` bounds each call (seconds);
+    `retries` is a `RetryPolicy` (or a number of attempts) for transient
+    failures. `client` injects a ready sagemaker-runtime client (tests,
+    custom transports). With `endpoint_url` and no AWS credentials, requests
+    go unsigned (the local endpoint).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        region: str | None = None,
+        endpoint_url: str | None = None,
+        session: Any | None = None,
+        client: Any | None = None,
+        manifest: str | Path | Any | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        connect_timeout: float = 10.0,
+        retries: RetryPolicy | int = DEFAULT_RETRIES,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD,
+    ) -> None:
+        self.name = name
+        self.region = region
+        self.endpoint_url = endpoint_url
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.retries = retries if isinstance(retries, RetryPolicy) else RetryPolicy(retries)
+        self.max_payload_bytes = max_payload_bytes
+        self._session = session
+        self._runtime = client
+        self._clients: dict[str, Any] = {}
+        location: ManifestLocation = manifest
+        self._manifest = ManifestSource(location, endpoint=name, client_factory=self._aws_client)
+
+    # -- public surface -------------------------------------------------------------
+
+    def infer(
+        self,
+        model: str,
+        inputs: Mapping[str, Any],
+        outputs: Sequence[str] | None = None,
+        *,
+        target_model: str | None = None,
+        class_count: int | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> InferResult:
+        """Run `model` on `inputs` (name → array); returns output arrays by name.
+
+        `model` is a logical name from the manifest or a TargetModel
+        (`*.tar.gz`); `target_model` overrides the manifest's choice.
+        `class_count=k` asks Triton for the top-k classes of each output
+        (read them with `result.classes(name)`).
+        """
+        prepared = self._prepare(model, inputs, outputs, target_model, class_count, parameters)
+        try:
+            return self._send(prepared)
+        except ModelNotFoundError:
+            # The manifest may have moved on (a new archive name): re-read it once.
+            if not prepared.route.from_manifest:
+                raise
+            self._manifest.refresh()
+            again = self._prepare(model, inputs, outputs, target_model, class_count, parameters)
+            if again.route.target_model == prepared.route.target_model:
+                raise
+            return self._send(again)
+
+    def close(self) -> None:
+        """Close the HTTP connections of clients this endpoint created."""
+        for client in [self._runtime, *self._clients.values()]:
+            if client is not None and hasattr(client, "close"):
+                client.close()
+
+    def __enter__(self) -> Endpoint:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals ------------------------------------------------------------------
+
+    def _prepare(
+        self,
+        model: str,
+        inputs: Mapping[str, Any],
+        outputs: Sequence[str] | None,
+        target_model: str | None,
+        class_count: int | None,
+        parameters: Mapping[str, Any] | None,
+    ) -> Prepared:
+        chosen = route(model, target_model, self._manifest.get(), self._manifest.reason)
+        return prepare(
+            chosen,
+            inputs,
+            outputs,
+            class_count=class_count,
+            parameters=parameters,
+            max_payload_bytes=self.max_payload_bytes,
+            endpoint=self.name,
+        )
+
+    def _send(self, prepared: Prepared) -> InferResult:
+        attempts = Attempts(self.retries, f"endpoint {self.name!r}")
+        while True:
+            attempts.start()
+            try:
+                body, content_type = self._invoke(prepared)
+            except TransientError as failure:
+                time.sleep(attempts.delay_after(failure))
+                continue
+            return finish(prepared, body, content_type)
+
+    def _invoke(self, prepared: Prepared) -> tuple[bytes, str | None]:
+        from botocore.exceptions import (
+            BotoCoreError,
+            ConnectionClosedError,
+            HTTPClientError,
+            NoCredentialsError,
+            ReadTimeoutError,
+        )
+        from botocore.exceptions import (
+            ClientError as BotoClientError,
+        )
+        from botocore.exceptions import (
+            ConnectionError as BotoConnectionError,
+        )
+
+        model = prepared.route.model
+        where = f"endpoint {self.name!r}, model {model!r}"
+        request: dict[str, Any] = {
+            "EndpointName": self.name,
+            "Body": prepared.request.body,
+            "ContentType": prepared.request.content_type,
+        }
+        if prepared.route.target_model is not None:
+            request["TargetModel"] = prepared.route.target_model
+        try:
+            response = self.runtime.invoke_endpoint(**request)
+            return response["Body"].read(), response.get("ContentType")
+        except BotoClientError as exc:
+            answer = _answer_from_botocore(exc.response)
+            error = to_exception(answer, endpoint=self.name, model=model)
+            raise error from exc
+        except ReadTimeoutError as exc:
+            raise InferenceTimeoutError(
+                f"no answer within timeout={self.timeout}s",
+                where=where,
+                fix="raise timeout= for slow models",
+            ) from exc
+        except (BotoConnectionError, ConnectionClosedError, HTTPClientError) as exc:
+            raise TransientError(EndpointError(f"connection failed: {exc}", where=where)) from exc
+        except NoCredentialsError as exc:
+            raise EndpointError(
+                "no AWS credentials found",
+                where=where,
+                fix="configure credentials (AWS_PROFILE, environment) or pass session=",
+            ) from exc
+        except BotoCoreError as exc:
+            raise EndpointError(str(exc), where=where) from exc
+
+    @property
+    def runtime(self) -> Any:
+        """The sagemaker-runtime client (created once, botocore retries off)."""
+        if self._runtime is None:
+            self._runtime = self._make_runtime()
+        return self._runtime
+
+    def _boto_session(self) -> Any:
+        if self._session is None:
+            import boto3
+
+            self._session = boto3.Session()
+        return self._session
+
+    def _region(self) -> str:
+        session = self._boto_session()
+        region = self.region or session.region_name
+        if region is None and self.endpoint_url is not None:
+            region = DEFAULT_REGION  # the local endpoint does not care; signing needs one
+        if region is None:
+            raise EndpointError(
+                "no AWS region configured",
+                where=f"endpoint {self.name!r}",
+                fix="pass region= or set AWS_REGION",
+            )
+        return str(region)
+
+    def _make_runtime(self) -> Any:
+        from botocore import UNSIGNED
+        from botocore.config import Config
+
+        session = self._boto_session()
+        options: dict[str, Any] = {
+            "read_timeout": self.timeout,
+            "connect_timeout": self.connect_timeout,
+            "retries": {"total_max_attempts": 1, "mode": "standard"},
+            "max_pool_connections": 32,
+        }
+        if self.endpoint_url is not None and session.get_credentials() is None:
+            options["signature_version"] = UNSIGNED
+        return session.client(
+            "sagemaker-runtime",
+            region_name=self._region(),
+            endpoint_url=self.endpoint_url,
+            config=Config(**options),
+        )
+
+    def _aws_client(self, service: str) -> Any:
+        """Control-plane clients (sagemaker, s3) for manifest discovery."""
+        if service not in self._clients:
+            self._clients[service] = self._boto_session().client(
+                service, region_name=self._region()
+            )
+        return self._clients[service]
+
+
+def _answer_from_botocore(response: Mapping[str, Any]) -> ErrorAnswer:
+    error = response.get("Error", {})
+    metadata = response.get("ResponseMetadata", {})
+    original = response.get("OriginalStatusCode")
+    if isinstance(original, str) and original.isdigit():
+        original = int(original)
+    return ErrorAnswer(
+        status=metadata.get("HTTPStatusCode"),
+        code=error.get("Code"),
+        message=str(error.get("Message") or response.get("Message") or error.get("Code") or ""),
+        original_status=original if isinstance(original, int) else None,
+        original_message=response.get("OriginalMessage"),
+    )
