@@ -240,6 +240,29 @@ def encode(
     return encode_request(encoded, outputs, class_count=class_count, parameters=parameters)
 
 
+def encode_response(outputs: Sequence[EncodedInput]) -> EncodedRequest:
+    """A response body in the form Triton answers with (all outputs binary).
+
+    For tests and benchmarks that need server-side bodies; same layout as a request.
+    """
+    header = {
+        "outputs": [
+            {
+                "name": item.name,
+                "datatype": item.datatype,
+                "shape": list(item.shape),
+                "parameters": {"binary_data_size": item.nbytes},
+            }
+            for item in outputs
+        ]
+    }
+    head = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    chunks: list[Buffer] = [head]
+    for item in outputs:
+        chunks.extend(item.parts)
+    return EncodedRequest(b"".join(chunks), len(head))
+
+
 def header_size_of(content_type: str | None) -> int | None:
     """The JSON header length a content type announces; None for a plain JSON body."""
     if not content_type:
@@ -268,6 +291,15 @@ def decode(body: Buffer | bytearray, content_type: str | None) -> DecodedRespons
 
 def decode_response(body: Buffer | bytearray, content_type: str | None) -> DecodedResponse:
     """Parse a response body into arrays; raises `ResponseFormatError` when malformed."""
+    return _decode(body, content_type, "outputs")
+
+
+def decode_request(body: Buffer | bytearray, content_type: str | None) -> DecodedResponse:
+    """Parse a request body (its inputs) the way a server would; same checks."""
+    return _decode(body, content_type, "inputs")
+
+
+def _decode(body: Buffer | bytearray, content_type: str | None, key: str) -> DecodedResponse:
     view = memoryview(body).cast("B")
     header_size = header_size_of(content_type)
     if header_size is None:
@@ -278,7 +310,7 @@ def decode_response(body: Buffer | bytearray, content_type: str | None) -> Decod
         )
     header = _parse_header(view[:header_size])
     try:
-        return _decode_outputs(header, view, header_size)
+        return _decode_tensors(header, view, header_size, key)
     except ResponseFormatError:
         raise
     except (ValueError, TypeError, OverflowError, MemoryError) as exc:
@@ -293,23 +325,25 @@ def _parse_header(raw: memoryview) -> dict[str, Any]:
         raise ResponseFormatError(f"response header is not JSON: {exc}") from exc
     if not isinstance(header, dict):
         raise ResponseFormatError("response header is not a JSON object")
-    if "error" in header and "outputs" not in header:
+    if "error" in header and "outputs" not in header and "inputs" not in header:
         raise ModelError(str(header["error"]))
     return header
 
 
-def _decode_outputs(header: dict[str, Any], view: memoryview, header_size: int) -> DecodedResponse:
-    entries = header.get("outputs")
+def _decode_tensors(
+    header: dict[str, Any], view: memoryview, header_size: int, key: str
+) -> DecodedResponse:
+    entries = header.get(key)
     if not isinstance(entries, list):
-        raise ResponseFormatError("response has no 'outputs' list")
+        raise ResponseFormatError(f"body has no {key!r} list")
     outputs: dict[str, np.ndarray[Any, Any]] = {}
     datatypes: dict[str, str] = {}
     offset = header_size
     for index, entry in enumerate(entries):
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-            raise ResponseFormatError(f"output #{index} has no name")
+            raise ResponseFormatError(f"{key[:-1]} #{index} has no name")
         name = entry["name"]
-        where = f"output {name!r}"
+        where = f"{key[:-1]} {name!r}"
         if name in outputs:
             raise ResponseFormatError("appears twice in the response", where=where)
         datatype = entry.get("datatype")
@@ -376,6 +410,11 @@ def _from_binary(
 
 
 def _parse_bytes(data: memoryview, count: int, where: str) -> np.ndarray[Any, Any]:
+    if count * 4 > data.nbytes:
+        # Checked before allocating: a forged shape must not allocate gigabytes.
+        raise ResponseFormatError(
+            f"BYTES data of {data.nbytes} bytes cannot hold {count} elements", where=where
+        )
     result = np.empty(count, dtype=object)
     offset = 0
     end = data.nbytes
