@@ -22,6 +22,7 @@ _NOT_FOUND_HINTS = (
     "model not found",
     "failed to download model",
     "not in the store",
+    "no archive",
 )
 
 
