@@ -1,0 +1,69 @@
+"""Autoscaling for a SageMaker endpoint variant."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_cloudwatch as cloudwatch
+from constructs import Construct
+
+from infra.constructs.mme_endpoint import MultiModelEndpoint
+
+
+class VariantAutoscaling(Construct):
+    """Scalable target on the variant's instance count, with target-tracking policies.
+
+    AWS recommends `SageMakerVariantInvocationsPerInstance` for multi-model
+    endpoints; a GPU-utilisation policy can be added for GPU instances (the
+    larger desired count of the two wins).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        endpoint: MultiModelEndpoint,
+        min_capacity: int,
+        max_capacity: int,
+        invocations_per_instance: float,
+        scale_in_cooldown: Duration,
+        scale_out_cooldown: Duration,
+        gpu_utilization_percent: float | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.target = appscaling.ScalableTarget(
+            self,
+            "Target",
+            service_namespace=appscaling.ServiceNamespace.SAGEMAKER,
+            resource_id=f"endpoint/{endpoint.endpoint_name}/variant/{endpoint.variant_name}",
+            scalable_dimension="sagemaker:variant:DesiredInstanceCount",
+            min_capacity=min_capacity,
+            max_capacity=max_capacity,
+        )
+        # The variant must exist before Application Auto Scaling can register it.
+        self.target.node.add_dependency(endpoint.endpoint)
+        self.target.scale_to_track_metric(
+            "Invocations",
+            target_value=invocations_per_instance,
+            predefined_metric=appscaling.PredefinedMetric.SAGEMAKER_VARIANT_INVOCATIONS_PER_INSTANCE,
+            scale_in_cooldown=scale_in_cooldown,
+            scale_out_cooldown=scale_out_cooldown,
+        )
+        if gpu_utilization_percent is not None:
+            self.target.scale_to_track_metric(
+                "GpuUtilization",
+                target_value=gpu_utilization_percent,
+                custom_metric=cloudwatch.Metric(
+                    namespace="/aws/sagemaker/Endpoints",
+                    metric_name="GPUUtilization",
+                    dimensions_map={
+                        "EndpointName": endpoint.endpoint_name,
+                        "VariantName": endpoint.variant_name,
+                    },
+                    statistic="Average",
+                    period=Duration.minutes(1),
+                ),
+                scale_in_cooldown=scale_in_cooldown,
+                scale_out_cooldown=scale_out_cooldown,
+            )

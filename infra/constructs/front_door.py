@@ -1,0 +1,156 @@
+"""The HTTP API front door: API Gateway v2 (IAM auth) → Lambda speaking KServe v2 JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jsii
+from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_apigatewayv2 as apigwv2
+from aws_cdk import aws_apigatewayv2_authorizers as authorizers
+from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from infra.nag import suppress
+
+HANDLERS_DIR = Path(__file__).resolve().parents[2] / "handlers"
+HANDLER = "front_door.app.handler"
+ROUTES: tuple[tuple[str, apigwv2.HttpMethod], ...] = (
+    ("/v2/models/{model}/infer", apigwv2.HttpMethod.POST),
+    ("/v2/models/{model}", apigwv2.HttpMethod.GET),
+    ("/v2/health/ready", apigwv2.HttpMethod.GET),
+)
+
+
+@jsii.implements(apigwv2.IAccessLogSettings)
+class _AccessLogSettings:
+    def __init__(self, log_group: logs.ILogGroup) -> None:
+        self._destination = apigwv2.LogGroupLogDestination(log_group)
+
+    @property
+    def destination(self) -> apigwv2.IAccessLogDestination:
+        return self._destination
+
+    @property
+    def format(self) -> apigw.AccessLogFormat:
+        return apigw.AccessLogFormat.json_with_standard_fields(
+            caller=True,
+            http_method=True,
+            ip=True,
+            protocol=True,
+            request_time=True,
+            resource_path=True,
+            response_length=True,
+            status=True,
+            user=True,
+        )
+
+
+class FrontDoor(Construct):
+    """Lambda (python3.12, `handlers/front_door`) behind an IAM-authorised HTTP API.
+
+    The function may invoke and describe this one endpoint and read the
+    manifest at `manifest_key`; nothing else. Attributes: `function`, `api`, `url`.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        endpoint_name: str,
+        bucket: s3.IBucket,
+        manifest_key: str,
+        key: kms.IKey,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        endpoint_arn = stack.format_arn(
+            service="sagemaker", resource="endpoint", resource_name=endpoint_name.lower()
+        )
+        function_logs = logs.LogGroup(
+            self,
+            "FunctionLogs",
+            retention=logs.RetentionDays.ONE_MONTH,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"KServe v2 front door for endpoint {endpoint_name}",
+            inline_policies={
+                "front-door": iam.PolicyDocument(
+                    statements=[
+                        iam.PolicyStatement(
+                            sid="InvokeThisEndpoint",
+                            actions=["sagemaker:InvokeEndpoint", "sagemaker:DescribeEndpoint"],
+                            resources=[endpoint_arn],
+                        ),
+                        iam.PolicyStatement(
+                            sid="ReadManifest",
+                            actions=["s3:GetObject"],
+                            resources=[bucket.arn_for_objects(manifest_key)],
+                        ),
+                        iam.PolicyStatement(
+                            sid="DecryptManifest", actions=["kms:Decrypt"], resources=[key.key_arn]
+                        ),
+                        iam.PolicyStatement(
+                            sid="WriteLogs",
+                            actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                            resources=[function_logs.log_group_arn],
+                        ),
+                    ]
+                )
+            },
+        )
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            runtime=lambda_.Runtime.PYTHON_3_12,
+            handler=HANDLER,
+            code=lambda_.Code.from_asset(str(HANDLERS_DIR), exclude=["**/__pycache__", "**/*.pyc"]),
+            role=role,
+            log_group=function_logs,
+            memory_size=512,
+            timeout=Duration.seconds(60),
+            environment={
+                "ENDPOINT_NAME": endpoint_name,
+                "MODEL_STORE_BUCKET": bucket.bucket_name,
+                "MANIFEST_KEY": manifest_key,
+            },
+            description=f"KServe v2 JSON front door for SageMaker endpoint {endpoint_name}",
+        )
+        suppress(self.function, "L1", "python-runtime")
+
+        self.api = apigwv2.HttpApi(
+            self,
+            "Api",
+            description=f"KServe v2 HTTP API for SageMaker endpoint {endpoint_name}",
+            create_default_stage=False,
+            default_authorizer=authorizers.HttpIamAuthorizer(),
+        )
+        access_logs = logs.LogGroup(
+            self,
+            "AccessLogs",
+            retention=logs.RetentionDays.ONE_MONTH,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        self.stage = apigwv2.HttpStage(
+            self,
+            "DefaultStage",
+            http_api=self.api,
+            auto_deploy=True,
+            access_log_settings=_AccessLogSettings(access_logs),
+            throttle=apigwv2.ThrottleSettings(burst_limit=200, rate_limit=100),
+        )
+        integration = integrations.HttpLambdaIntegration("Integration", self.function)
+        for path, method in ROUTES:
+            self.api.add_routes(path=path, methods=[method], integration=integration)
+        self.url = self.stage.url

@@ -1,0 +1,202 @@
+"""Alarms and a dashboard for a SageMaker multi-model endpoint.
+
+Latency metrics (`ModelLatency`, `ModelLoadingWaitTime`, ...) are reported in
+microseconds; thresholds are configured in milliseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+VARIANT_METRICS = "AWS/SageMaker"
+INSTANCE_METRICS = "/aws/sagemaker/Endpoints"
+_MINUTE = Duration.minutes(1)
+
+
+@dataclass(frozen=True)
+class AlarmThresholds:
+    errors_5xx: int
+    latency_p99_ms: float
+    loading_wait_ms: float
+    memory_percent: float
+    gpu_memory_percent: float
+    disk_percent: float
+
+
+def _metric(
+    namespace: str, name: str, endpoint_name: str, variant_name: str, statistic: str
+) -> cloudwatch.Metric:
+    return cloudwatch.Metric(
+        namespace=namespace,
+        metric_name=name,
+        dimensions_map={"EndpointName": endpoint_name, "VariantName": variant_name},
+        statistic=statistic,
+        period=_MINUTE,
+    )
+
+
+class EndpointAlarms(Construct):
+    """Alarms routed to `topic`; `rollback_alarms` also drive blue/green auto-rollback.
+
+    Alarm names are fixed strings derived from the endpoint name, so the endpoint's
+    deployment config can name them without a dependency cycle.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        endpoint_name: str,
+        variant_name: str,
+        thresholds: AlarmThresholds,
+        topic: sns.ITopic,
+        has_gpu: bool,
+    ) -> None:
+        super().__init__(scope, construct_id)
+
+        def metric(namespace: str, name: str, statistic: str) -> cloudwatch.Metric:
+            return _metric(namespace, name, endpoint_name, variant_name, statistic)
+
+        specs: list[tuple[str, cloudwatch.Metric, float, int, str]] = [
+            (
+                "Invocation5XXErrors",
+                metric(VARIANT_METRICS, "Invocation5XXErrors", "Sum"),
+                thresholds.errors_5xx,
+                1,
+                "the endpoint answered 5XX errors",
+            ),
+            (
+                "ModelLatencyP99",
+                metric(VARIANT_METRICS, "ModelLatency", "p99"),
+                thresholds.latency_p99_ms * 1000,
+                3,
+                "p99 model latency is above the threshold",
+            ),
+            (
+                "ModelLoadingWaitTime",
+                metric(VARIANT_METRICS, "ModelLoadingWaitTime", "Average"),
+                thresholds.loading_wait_ms * 1000,
+                3,
+                "requests wait for models to load (cache too small or cold)",
+            ),
+            (
+                "MemoryUtilization",
+                metric(INSTANCE_METRICS, "MemoryUtilization", "Maximum"),
+                thresholds.memory_percent,
+                5,
+                "host memory is nearly full",
+            ),
+            (
+                "DiskUtilization",
+                metric(INSTANCE_METRICS, "DiskUtilization", "Maximum"),
+                thresholds.disk_percent,
+                5,
+                "the model cache disk is nearly full",
+            ),
+        ]
+        if has_gpu:
+            specs.append(
+                (
+                    "GPUMemoryUtilization",
+                    metric(INSTANCE_METRICS, "GPUMemoryUtilization", "Maximum"),
+                    thresholds.gpu_memory_percent,
+                    5,
+                    "GPU memory is nearly full",
+                )
+            )
+        self.alarms: dict[str, cloudwatch.Alarm] = {}
+        action = actions.SnsAction(topic)
+        for name, alarm_metric, threshold, periods, why in specs:
+            alarm = cloudwatch.Alarm(
+                self,
+                name,
+                alarm_name=f"{endpoint_name}-{name}",
+                alarm_description=f"{endpoint_name}: {why}",
+                metric=alarm_metric,
+                threshold=threshold,
+                evaluation_periods=periods,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+            alarm.add_alarm_action(action)
+            alarm.add_ok_action(action)
+            self.alarms[name] = alarm
+
+    @property
+    def rollback_alarm_names(self) -> list[str]:
+        return [self.alarms[n].alarm_name for n in ("Invocation5XXErrors", "ModelLatencyP99")]
+
+
+class EndpointDashboard(Construct):
+    """Invocations, latency, errors, instance count and the MME cache metrics."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        endpoint_name: str,
+        variant_name: str,
+        has_gpu: bool,
+    ) -> None:
+        super().__init__(scope, construct_id)
+
+        def metric(
+            name: str, statistic: str, namespace: str = VARIANT_METRICS
+        ) -> cloudwatch.Metric:
+            return _metric(namespace, name, endpoint_name, variant_name, statistic)
+
+        def graph(title: str, *metrics: cloudwatch.Metric) -> cloudwatch.GraphWidget:
+            return cloudwatch.GraphWidget(title=title, left=list(metrics), width=8)
+
+        utilisation = [
+            metric("CPUUtilization", "Average", INSTANCE_METRICS),
+            metric("MemoryUtilization", "Average", INSTANCE_METRICS),
+            metric("DiskUtilization", "Average", INSTANCE_METRICS),
+        ]
+        if has_gpu:
+            utilisation += [
+                metric("GPUUtilization", "Average", INSTANCE_METRICS),
+                metric("GPUMemoryUtilization", "Average", INSTANCE_METRICS),
+            ]
+        self.dashboard = cloudwatch.Dashboard(
+            self,
+            "Dashboard",
+            dashboard_name=f"{endpoint_name}-triton-mme",
+            widgets=[
+                [
+                    graph("Invocations", metric("Invocations", "Sum")),
+                    graph(
+                        "Model latency (µs)",
+                        metric("ModelLatency", "p50"),
+                        metric("ModelLatency", "p99"),
+                    ),
+                    graph(
+                        "Errors",
+                        metric("Invocation4XXErrors", "Sum"),
+                        metric("Invocation5XXErrors", "Sum"),
+                    ),
+                ],
+                [
+                    graph("Instances", metric("CPUUtilization", "SampleCount", INSTANCE_METRICS)),
+                    graph("Loaded models", metric("LoadedModelCount", "Maximum")),
+                    graph("Model cache hit", metric("ModelCacheHit", "Average")),
+                ],
+                [
+                    graph(
+                        "Model loading (µs)",
+                        metric("ModelLoadingTime", "Average"),
+                        metric("ModelLoadingWaitTime", "Average"),
+                        metric("ModelDownloadingTime", "Average"),
+                    ),
+                    graph("Utilisation (%)", *utilisation),
+                ],
+            ],
+        )

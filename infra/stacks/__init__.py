@@ -1,0 +1,1 @@
+"""Stacks, one per deployable component: network, model store, endpoint, API."""

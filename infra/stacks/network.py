@@ -1,0 +1,19 @@
+"""The network stack."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack
+from constructs import Construct
+
+from infra.constructs.network import PrivateNetwork
+
+
+class NetworkStack(Stack):
+    def __init__(
+        self, scope: Construct, construct_id: str, *, vpc_id: str | None, **kwargs: Any
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.network = PrivateNetwork(self, "Network", vpc_id=vpc_id)
+        CfnOutput(self, "VpcId", value=self.network.vpc.vpc_id)

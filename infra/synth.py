@@ -1,0 +1,127 @@
+"""Build the CDK app for one stage and synthesize it without the CDK CLI.
+
+Stacks (names `<endpoint_name>-<stage>-<component>`), in deployment order:
+
+- `network`: VPC, isolated subnets, VPC endpoints, flow logs, endpoint security group;
+- `model-store`: KMS key, model bucket (+ access-log bucket);
+- `endpoint`: execution role, Model/EndpointConfig/Endpoint, autoscaling, alarms, dashboard;
+- `api`: HTTP API + Lambda front door (when `infra.api` is on).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import aws_cdk as cdk
+from cdk_nag import AwsSolutionsChecks
+
+from deploy.config import DeploySettings
+from infra.instances import instance_spec
+from infra.stacks.api import ApiStack
+from infra.stacks.endpoint import EndpointStack
+from infra.stacks.model_store import ModelStoreStack
+from infra.stacks.network import NetworkStack
+
+# Used when neither the settings nor the CDK CLI name an account: synth stays
+# offline and reproducible (cdk.json pins this account's availability zones).
+OFFLINE_ACCOUNT = "000000000000"
+COMPONENTS = ("network", "model-store", "endpoint", "api")
+
+
+@dataclass
+class StageApp:
+    app: cdk.App
+    stacks: dict[str, cdk.Stack]  # component → stack
+
+
+def stack_name(settings: DeploySettings, component: str) -> str:
+    return f"{settings.endpoint_name}-{settings.stage}-{component}"
+
+
+def build_app(
+    settings: DeploySettings,
+    *,
+    outdir: Path | None = None,
+    app: cdk.App | None = None,
+    nag: bool = True,
+) -> StageApp:
+    """Compose the stage's stacks in `app` (a new one writing to `outdir` if not given)."""
+    instance_spec(settings.instance_type)  # fail fast, before any construct exists
+    if app is None:
+        app = cdk.App(outdir=str(outdir) if outdir is not None else None, context=_pinned_context())
+    env = cdk.Environment(
+        account=settings.infra.account or os.environ.get("CDK_DEFAULT_ACCOUNT") or OFFLINE_ACCOUNT,
+        region=settings.region,
+    )
+    tags = {"deploy:stage": settings.stage, "deploy:endpoint": settings.endpoint_name}
+    network = NetworkStack(
+        app,
+        stack_name(settings, "network"),
+        vpc_id=settings.infra.vpc_id,
+        env=env,
+        tags=tags,
+        description=f"deploy {settings.stage}: private network for {settings.endpoint_name}",
+    )
+    store = ModelStoreStack(
+        app,
+        stack_name(settings, "model-store"),
+        prefix=settings.infra.model_prefix,
+        bucket_name=settings.infra.model_bucket_name,
+        kms_key_arn=settings.infra.kms_key_arn,
+        env=env,
+        tags=tags,
+        description=f"deploy {settings.stage}: model store for {settings.endpoint_name}",
+    )
+    endpoint = EndpointStack(
+        app,
+        stack_name(settings, "endpoint"),
+        settings=settings,
+        network=network.network,
+        store=store.store,
+        env=env,
+        tags=tags,
+        description=f"deploy {settings.stage}: SageMaker Triton MME {settings.endpoint_name}",
+    )
+    stacks: dict[str, cdk.Stack] = {
+        "network": network,
+        "model-store": store,
+        "endpoint": endpoint,
+    }
+    if settings.infra.api:
+        api = ApiStack(
+            app,
+            stack_name(settings, "api"),
+            endpoint_name=settings.endpoint_name,
+            store=store.store,
+            env=env,
+            tags=tags,
+            description=f"deploy {settings.stage}: KServe v2 HTTP API for {settings.endpoint_name}",
+        )
+        api.add_stack_dependency(endpoint)
+        stacks["api"] = api
+    if nag:
+        cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
+    return StageApp(app, stacks)
+
+
+def synthesize(settings: DeploySettings, outdir: Path, *, nag: bool = True) -> dict[str, Path]:
+    """Synthesize the stage into `outdir`; return stack name → template path, in deploy order."""
+    staged = build_app(settings, outdir=outdir, nag=nag)
+    assembly = staged.app.synth()
+    return {
+        stack.stack_name: Path(assembly.get_stack_by_name(stack.stack_name).template_full_path)
+        for stack in staged.stacks.values()
+    }
+
+
+def _pinned_context() -> dict[str, object]:
+    """The `context` of cdk.json (pinned availability zones), for synth without the CLI."""
+    cdk_json = Path(__file__).resolve().parents[1] / "cdk.json"
+    try:
+        context = json.loads(cdk_json.read_text(encoding="utf-8")).get("context", {})
+    except (OSError, ValueError):
+        return {}
+    return dict(context) if isinstance(context, dict) else {}
