@@ -1,9 +1,10 @@
-"""CloudFormation stacks: change sets, status, events, outputs, deletion.
+"""CloudFormation stacks: create/update, change-set previews, status, events, deletion.
 
-Stacks are deployed through change sets so that a template or parameter the
-service rejects fails before anything changes, and so that `--dry-run` can
-show what would change. Templates travel as `TemplateBody` (minified JSON,
-51,200 bytes at most) or, when larger, from an S3 URL the caller provides.
+Stacks are deployed with CreateStack/UpdateStack; change sets are used to
+preview an update (`--dry-run`) and are deleted afterwards. (Executing change
+sets would work on AWS too, but the moto server does not publish a stack's
+exports when it executes one, and cross-stack references need them.)
+Templates travel as `TemplateBody` (minified JSON, 51,200 bytes at most).
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ if TYPE_CHECKING:
 
 TEMPLATE_BODY_LIMIT = 51_200
 CAPABILITIES = ["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"]
+_BOOTSTRAP = (
+    "if the message names /cdk-bootstrap/, bootstrap the account and region once "
+    "(`npx cdk bootstrap aws://ACCOUNT/REGION`); otherwise fix what it names and re-run"
+)
 _NO_CHANGES = ("didn't contain changes", "No updates are to be performed")
 
 TERMINAL_OK = {"CREATE_COMPLETE", "UPDATE_COMPLETE", "IMPORT_COMPLETE"}
@@ -231,6 +236,69 @@ class Stacks:
             self._cfn.execute_change_set(
                 ChangeSetName=change_set.change_set_id, StackName=change_set.stack
             )
+
+    def deploy(
+        self,
+        name: str,
+        template: dict[str, Any],
+        *,
+        parameters: dict[str, str] | None = None,
+        tags: dict[str, str] | None = None,
+    ) -> str:
+        """Create or update a stack without waiting; returns created|updated|unchanged."""
+        current = self.describe(name)
+        if current is not None and current.status == "ROLLBACK_COMPLETE":
+            # A stack whose creation failed cannot be updated; it holds no resources.
+            self.delete(name)
+            self.wait_deleted(name, timeout_s=600.0)
+            current = None
+        if current is not None and current.in_progress:
+            raise AwsError(
+                f"stack is {current.status}: another deployment is running",
+                where=f"stack {name}",
+                fix="wait for it to finish (`deploy status`), then re-run `deploy up`",
+            )
+        body = template_body(template)
+        if len(body.encode()) > TEMPLATE_BODY_LIMIT:
+            raise AwsError(
+                f"template is {len(body.encode())} bytes, over CloudFormation's "
+                f"{TEMPLATE_BODY_LIMIT}-byte TemplateBody limit",
+                where=f"stack {name}",
+                fix="split the stack or reduce its resources",
+            )
+        request: dict[str, Any] = {
+            "StackName": name,
+            "TemplateBody": body,
+            "Capabilities": CAPABILITIES,
+            "Parameters": [
+                {"ParameterKey": key, "ParameterValue": value}
+                for key, value in (parameters or {}).items()
+            ],
+            "Tags": [{"Key": key, "Value": value} for key, value in (tags or {}).items()],
+        }
+        if current is None:
+            with aws_call("cloudformation:CreateStack", where=f"stack {name}", fix=_BOOTSTRAP):
+                self._cfn.create_stack(**request, OnFailure="ROLLBACK")
+            return "created"
+        try:
+            with aws_call("cloudformation:UpdateStack", where=f"stack {name}", fix=_BOOTSTRAP):
+                self._cfn.update_stack(**request)
+        except AwsCallError as exc:
+            if any(marker in exc.message for marker in _NO_CHANGES):
+                return "unchanged"
+            raise
+        return "updated"
+
+    def physical_ids(self, name: str, resource_type: str) -> list[str]:
+        """Physical ids of the stack's resources of one type (names, or ARNs)."""
+        found: list[str] = []
+        with aws_call("cloudformation:ListStackResources", where=f"stack {name}"):
+            paginator = self._cfn.get_paginator("list_stack_resources")
+            for page in paginator.paginate(StackName=name):
+                for item in page["StackResourceSummaries"]:
+                    if item["ResourceType"] == resource_type and item.get("PhysicalResourceId"):
+                        found.append(item["PhysicalResourceId"])
+        return found
 
     def events(self, name: str, *, limit: int = 50) -> list[StackEvent]:
         """Most recent events first."""

@@ -1,0 +1,229 @@
+"""Plain-data plan objects and the pure functions that compute them.
+
+Nothing here calls AWS: the inputs are manifests (the local one `deploy
+package` wrote, the one the store serves) and the infrastructure as it is and
+as it should be. The same plan drives `--dry-run`, the upload and the report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from deploy.errors import PackagingError
+from deploy.lifecycle.prices import CostEstimate
+
+ModelAction = Literal["new", "changed", "unchanged", "removed"]
+
+
+@dataclass(frozen=True)
+class ArchiveEntry:
+    """One model of a manifest (the fields the lifecycle needs)."""
+
+    name: str
+    target_model: str
+    sha256: str
+    bytes: int
+    document: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class ModelChange:
+    name: str
+    action: ModelAction
+    target_model: str
+    previous_target_model: str | None
+    bytes: int
+    sha256: str
+    upload: bool  # the store lacks these bytes under target_model
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "action": self.action,
+            "target_model": self.target_model,
+            "previous_target_model": self.previous_target_model,
+            "bytes": self.bytes,
+            "sha256": self.sha256,
+            "upload": self.upload,
+        }
+
+
+@dataclass(frozen=True)
+class InfraSpec:
+    """What the endpoint should run on."""
+
+    instance_type: str
+    initial_instance_count: int
+    min_instance_count: int
+    max_instance_count: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "instance_type": self.instance_type,
+            "initial_instance_count": self.initial_instance_count,
+            "min_instance_count": self.min_instance_count,
+            "max_instance_count": self.max_instance_count,
+        }
+
+
+@dataclass(frozen=True)
+class InfraChange:
+    setting: str
+    before: str | None
+    after: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"setting": self.setting, "before": self.before, "after": self.after}
+
+
+@dataclass(frozen=True)
+class Plan:
+    stage: str
+    provider: str
+    endpoint: str
+    models: tuple[ModelChange, ...]
+    infra_action: Literal["create", "update", "none"]
+    infra: tuple[InfraChange, ...]
+    resources: tuple[dict[str, str], ...]  # provider-specific resource changes
+    cost: CostEstimate | None
+
+    @property
+    def changed_models(self) -> tuple[ModelChange, ...]:
+        return tuple(m for m in self.models if m.action in {"new", "changed"})
+
+    @property
+    def uploads(self) -> tuple[ModelChange, ...]:
+        return tuple(m for m in self.models if m.upload)
+
+    @property
+    def manifest_changes(self) -> bool:
+        return any(m.action != "unchanged" for m in self.models)
+
+    @property
+    def empty(self) -> bool:
+        return not self.manifest_changes and not self.uploads and self.infra_action == "none"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stage": self.stage,
+            "provider": self.provider,
+            "endpoint": self.endpoint,
+            "models": [m.to_dict() for m in self.models],
+            "upload_bytes": sum(m.bytes for m in self.uploads),
+            "infra_action": self.infra_action,
+            "infra": [c.to_dict() for c in self.infra],
+            "resources": list(self.resources),
+            "cost": self.cost.to_dict() if self.cost else None,
+        }
+
+
+def manifest_entries(manifest: dict[str, Any] | None, *, where: str) -> dict[str, ArchiveEntry]:
+    """The models of a manifest (docs/architecture.md contract), checked."""
+    if manifest is None:
+        return {}
+    models = manifest.get("models")
+    if manifest.get("format") != 1 or not isinstance(models, dict):
+        raise PackagingError(
+            "not a format-1 manifest with a 'models' table",
+            where=where,
+            fix="re-run `deploy package` with this version of deploy",
+        )
+    entries: dict[str, ArchiveEntry] = {}
+    for name, model in models.items():
+        try:
+            entries[name] = ArchiveEntry(
+                name=str(model["name"]),
+                target_model=str(model["target_model"]),
+                sha256=str(model["sha256"]),
+                bytes=int(model["bytes"]),
+                document=dict(model),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PackagingError(
+                f"model {name!r} lacks {exc}",
+                where=f"{where}: models.{name}",
+                fix="re-run `deploy package`",
+            ) from exc
+    return entries
+
+
+def diff_models(
+    local: dict[str, ArchiveEntry],
+    published: dict[str, ArchiveEntry],
+    stored_sha256: dict[str, str | None],
+) -> tuple[ModelChange, ...]:
+    """Compare the packaged models with the published manifest and the store.
+
+    `stored_sha256[target_model]` is what the store holds under that key
+    (None: nothing). An archive is uploaded when the store lacks those bytes,
+    whatever the manifest says (a previous run may have stopped half-way).
+    """
+    changes: list[ModelChange] = []
+    for name in sorted(local):
+        entry = local[name]
+        before = published.get(name)
+        if before is None:
+            action: ModelAction = "new"
+        elif before.target_model != entry.target_model or before.sha256 != entry.sha256:
+            action = "changed"
+        else:
+            action = "unchanged"
+        changes.append(
+            ModelChange(
+                name=name,
+                action=action,
+                target_model=entry.target_model,
+                previous_target_model=before.target_model if before else None,
+                bytes=entry.bytes,
+                sha256=entry.sha256,
+                upload=stored_sha256.get(entry.target_model) != entry.sha256,
+            )
+        )
+    for name in sorted(set(published) - set(local)):
+        gone = published[name]
+        changes.append(
+            ModelChange(
+                name=name,
+                action="removed",
+                target_model=gone.target_model,
+                previous_target_model=gone.target_model,
+                bytes=gone.bytes,
+                sha256=gone.sha256,
+                upload=False,
+            )
+        )
+    return tuple(changes)
+
+
+def diff_infra(current: InfraSpec | None, desired: InfraSpec) -> tuple[InfraChange, ...]:
+    changes = []
+    for key, after in desired.to_dict().items():
+        before = None if current is None else current.to_dict()[key]
+        if before != after:
+            changes.append(InfraChange(key, None if before is None else str(before), str(after)))
+    return tuple(changes)
+
+
+def superseded_archives(stored_keys: list[str], referenced: set[str], *, keep: int) -> list[str]:
+    """Archives no manifest references, minus the `keep` newest per model.
+
+    `stored_keys` are target-model names in upload order (oldest first);
+    a model's archives are grouped by the name before the content hash
+    (`<model>-<hash>.tar.gz`).
+    """
+    if keep < 0:
+        raise ValueError("keep must be >= 0")
+    groups: dict[str, list[str]] = {}
+    for key in stored_keys:
+        if not key.endswith(".tar.gz"):
+            continue
+        model = key[: -len(".tar.gz")].rsplit("-", 1)[0]
+        groups.setdefault(model, []).append(key)
+    doomed: list[str] = []
+    for keys in groups.values():
+        unreferenced = [key for key in keys if key not in referenced]
+        # Newest last; keep the last `keep` unreferenced ones as rollback targets.
+        cut = len(unreferenced) - keep
+        doomed.extend(unreferenced[: max(cut, 0)])
+    return doomed

@@ -1,0 +1,102 @@
+"""Live views: upload bytes and rollout status on a TTY; nothing otherwise."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+
+class SilentReporter:
+    """For --json output, CI logs and tests: records, prints nothing."""
+
+    def __init__(self) -> None:
+        self.bytes_uploaded = 0
+        self.rollout_updates: list[tuple[str, str, str]] = []
+
+    def upload_started(self, files: int, total_bytes: int) -> None:
+        self.bytes_uploaded = 0
+
+    def uploaded(self, nbytes: int) -> None:
+        self.bytes_uploaded += nbytes
+
+    def upload_finished(self) -> None:
+        return None
+
+    def rollout(self, stack: str, status: str, endpoint_status: str, events: Sequence[str]) -> None:
+        self.rollout_updates.append((stack, status, endpoint_status))
+
+    def rollout_finished(self) -> None:
+        return None
+
+
+class RichReporter(SilentReporter):
+    """A byte progress bar for uploads and a live table for rollouts (stderr)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from rich.console import Console
+
+        self._console = Console(stderr=True)
+        self._progress: Any = None
+        self._task: Any = None
+        self._live: Any = None
+        self._started = time.monotonic()
+
+    def upload_started(self, files: int, total_bytes: int) -> None:
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
+        super().upload_started(files, total_bytes)
+        self._progress = Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=self._console,
+        )
+        self._progress.start()
+        self._task = self._progress.add_task(f"uploading {files} archive(s)", total=total_bytes)
+
+    def uploaded(self, nbytes: int) -> None:
+        super().uploaded(nbytes)
+        if self._progress is not None:
+            self._progress.update(self._task, advance=nbytes)
+
+    def upload_finished(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    def rollout(self, stack: str, status: str, endpoint_status: str, events: Sequence[str]) -> None:
+        from rich.live import Live
+        from rich.table import Table
+
+        super().rollout(stack, status, endpoint_status, events)
+        table = Table(title=f"rollout ({time.monotonic() - self._started:.0f} s)", expand=False)
+        table.add_column("stack")
+        table.add_column("status")
+        table.add_column("endpoint")
+        table.add_row(stack, status, endpoint_status or "-")
+        for line in list(events)[:6]:
+            table.add_row("", f"[dim]{line}[/dim]", "")
+        if self._live is None:
+            self._live = Live(table, console=self._console, refresh_per_second=4, transient=False)
+            self._live.start()
+        else:
+            self._live.update(table)
+
+    def rollout_finished(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+
+def reporter(*, interactive: bool) -> SilentReporter:
+    return RichReporter() if interactive else SilentReporter()

@@ -1,0 +1,111 @@
+"""What a deployment target offers the stages: the Provider protocol.
+
+`deploy up` (AWS: `deploy.lifecycle.aws_provider`) and `deploy up --local`
+(`deploy.local.provider`) run the same stages; only the provider differs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from deploy.lifecycle.plan import InfraChange, InfraSpec, ModelChange
+
+
+@dataclass(frozen=True)
+class InfraPlan:
+    action: Literal["create", "update", "none"]
+    current: InfraSpec | None
+    changes: tuple[InfraChange, ...]
+    resources: tuple[dict[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class UploadOutcome:
+    target_model: str
+    bytes_sent: int
+    parts_sent: int
+    parts_reused: int
+    resumed: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target_model": self.target_model,
+            "bytes_sent": self.bytes_sent,
+            "parts_sent": self.parts_sent,
+            "parts_reused": self.parts_reused,
+            "resumed": self.resumed,
+        }
+
+
+@dataclass(frozen=True)
+class EndpointView:
+    """The endpoint as the provider sees it after (or during) a rollout."""
+
+    name: str
+    status: str
+    config_name: str
+    instance_type: str
+    instance_count: int
+    failure_reason: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "status": self.status,
+            "config_name": self.config_name,
+            "instance_type": self.instance_type,
+            "instance_count": self.instance_count,
+            "failure_reason": self.failure_reason,
+            **self.extra,
+        }
+
+
+@dataclass(frozen=True)
+class DataPlane:
+    """Where smoke tests send requests (the SDK's `Endpoint` arguments)."""
+
+    endpoint_name: str
+    region: str
+    endpoint_url: str | None  # None: the SageMaker runtime of the region
+
+
+class Reporter(Protocol):
+    """Live views for long stages; a silent one is used for --json and non-TTY."""
+
+    def upload_started(self, files: int, total_bytes: int) -> None: ...
+    def uploaded(self, nbytes: int) -> None: ...
+    def upload_finished(self) -> None: ...
+    def rollout(
+        self, stack: str, status: str, endpoint_status: str, events: Sequence[str]
+    ) -> None: ...
+    def rollout_finished(self) -> None: ...
+
+
+class Provider(Protocol):
+    name: str  # "aws" | "local"
+
+    def published_manifest(self) -> dict[str, Any] | None:
+        """The manifest clients resolve names with now (None: nothing published)."""
+        ...
+
+    def stored_sha256(self, target_models: Iterable[str]) -> dict[str, str | None]:
+        """The SHA-256 the store holds under each target model (None: absent)."""
+        ...
+
+    def plan_infra(self, desired: InfraSpec) -> InfraPlan: ...
+
+    def upload(
+        self, package_dir: Path, changes: Sequence[ModelChange], reporter: Reporter
+    ) -> list[UploadOutcome]: ...
+
+    def provision(self, infra: InfraPlan, desired: InfraSpec, reporter: Reporter) -> None: ...
+
+    def wait(self, *, timeout_s: float, reporter: Reporter) -> EndpointView: ...
+
+    def data_plane(self) -> DataPlane: ...
+
+    def publish_manifest(self, document: bytes) -> None: ...

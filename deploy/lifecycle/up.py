@@ -1,0 +1,78 @@
+"""`deploy up`: the stages chained, for any provider."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deploy.config import DeploySettings
+from deploy.lifecycle import stages
+from deploy.lifecycle.plan import Plan
+from deploy.lifecycle.provider import EndpointView, Provider, Reporter, UploadOutcome
+from deploy.lifecycle.smoke import SmokeResult
+
+
+@dataclass(frozen=True)
+class UpOptions:
+    dry_run: bool = False
+    skip_package: bool = False  # use the package directory as it is
+    skip_smoke: bool = False
+    timeout_s: float = 3600.0
+    smoke_timeout_s: float = 120.0
+
+
+@dataclass
+class UpResult:
+    plan: Plan
+    dry_run: bool
+    uploads: list[UploadOutcome] = field(default_factory=list)
+    endpoint: EndpointView | None = None
+    smoke: list[SmokeResult] = field(default_factory=list)
+    published: bool = False
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "plan": self.plan.to_dict(),
+            "uploads": [u.to_dict() for u in self.uploads],
+            "endpoint": self.endpoint.to_dict() if self.endpoint else None,
+            "smoke": [s.to_dict() for s in self.smoke],
+            "manifest_published": self.published,
+            "seconds": round(self.seconds, 2),
+        }
+
+
+def up(
+    settings: DeploySettings,
+    provider: Provider,
+    *,
+    repository: Path,
+    package_dir: Path,
+    options: UpOptions,
+    reporter: Reporter,
+) -> UpResult:
+    started = time.monotonic()
+    stages.validate(settings, repository)
+    if options.skip_package:
+        manifest, manifest_path = stages.read_package(package_dir)
+    else:
+        manifest, manifest_path = stages.package(repository, package_dir)
+    desired = stages.desired_infra(settings)
+    the_plan, infra = stages.plan(settings, provider, manifest, desired)
+    result = UpResult(plan=the_plan, dry_run=options.dry_run)
+    if options.dry_run:
+        result.seconds = time.monotonic() - started
+        return result
+    result.uploads = stages.upload(the_plan, provider, package_dir, reporter)
+    stages.provision(infra, provider, desired, reporter)
+    result.endpoint = stages.wait(provider, timeout_s=options.timeout_s, reporter=reporter)
+    if not options.skip_smoke:
+        result.smoke = stages.smoke(
+            the_plan, manifest, manifest_path, provider, timeout_s=options.smoke_timeout_s
+        )
+    result.published = stages.publish(the_plan, provider, manifest_path)
+    result.seconds = time.monotonic() - started
+    return result
