@@ -27,6 +27,7 @@ from deploy.client._errors import (
     ModelNotFoundError,
 )
 from deploy.client._failures import ErrorAnswer, to_exception
+from deploy.client._manifest import ModelInfo
 from deploy.client._result import InferResult
 from deploy.client._retry import Attempts, RetryPolicy, TransientError
 from deploy.client._sync import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Endpoint
@@ -107,6 +108,10 @@ class AsyncEndpoint:
             if again.route.target_model == prepared.route.target_model:
                 raise
             return await self._send(again)
+
+    async def model_info(self, model: str) -> ModelInfo | None:
+        """See `Endpoint.model_info`."""
+        return await asyncio.to_thread(self._sync.model_info, model)
 
     async def close(self) -> None:
         if self._http is not None:

@@ -22,6 +22,7 @@ from deploy.client._errors import (
     ModelNotFoundError,
 )
 from deploy.client._failures import ErrorAnswer, to_exception
+from deploy.client._manifest import ModelInfo
 from deploy.client._result import InferResult
 from deploy.client._retry import Attempts, RetryPolicy, TransientError
 
@@ -100,6 +101,11 @@ class Endpoint:
             if again.route.target_model == prepared.route.target_model:
                 raise
             return self._send(again)
+
+    def model_info(self, model: str) -> ModelInfo | None:
+        """What the manifest declares for `model` (None when unknown or no manifest)."""
+        manifest = self._manifest.get()
+        return manifest.find(model) if manifest is not None else None
 
     def close(self) -> None:
         """Close the HTTP connections of clients this endpoint created."""

@@ -1,0 +1,310 @@
+"""`deploy invoke MODEL --input FILE`: one call through the client SDK, file to file.
+
+Inputs: `.npz` (one array per input name) or `.json`, either Triton's v2
+form `{"inputs": [{"name", "datatype", "shape", "data"}]}` or the shorthand
+`{"NAME": nested list}` (datatypes then come from the manifest; strings are
+BYTES, true/false BOOL). Outputs: `.npz` or `.json` (same v2 form); without
+`--output` a table (or `--json`) goes to stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from deploy.errors import DeployError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from deploy.client import InferResult, ModelInfo
+
+LOCAL_URL = "http://127.0.0.1:8080"
+LOCAL_ENDPOINT = "local"
+
+
+class InvokeError(DeployError):
+    """Reading inputs, calling the model or writing outputs failed."""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("invoke")(invoke)
+
+
+def invoke(
+    model: Annotated[str, typer.Argument(help="Logical model name (or a TargetModel *.tar.gz).")],
+    input_file: Annotated[
+        Path, typer.Option("--input", "-i", help="Inputs: .npz or .json (v2 or NAME: list).")
+    ],
+    output_file: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write outputs to .npz or .json.")
+    ] = None,
+    endpoint: Annotated[
+        str | None, typer.Option("--endpoint", help="SageMaker endpoint name.")
+    ] = None,
+    local: Annotated[
+        bool, typer.Option("--local", help=f"Call the local endpoint ({LOCAL_URL}).")
+    ] = False,
+    manifest: Annotated[
+        str | None,
+        typer.Option("--manifest", help="manifest.json path or s3:// URL (default: discover)."),
+    ] = None,
+    endpoint_url: Annotated[
+        str | None, typer.Option("--endpoint-url", help="Runtime URL (local endpoint, proxies).")
+    ] = None,
+    target_model: Annotated[
+        str | None, typer.Option("--target-model", help="Send this TargetModel as is.")
+    ] = None,
+    outputs: Annotated[
+        list[str] | None, typer.Option("--output-name", help="Request only this output (repeat).")
+    ] = None,
+    class_count: Annotated[
+        int | None, typer.Option("--class-count", min=1, help="Top-k classes per output.")
+    ] = None,
+    region: Annotated[str | None, typer.Option("--region", help="AWS region.")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per call.")] = 60.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Call MODEL with the arrays in --input; write or print its outputs."""
+    from deploy.cli.output import emit_json
+
+    name, url, manifest_location = _target(endpoint, local, endpoint_url, manifest)
+    result = run_invoke(
+        model,
+        input_file,
+        endpoint=name,
+        endpoint_url=url,
+        manifest=manifest_location,
+        region=region,
+        timeout=timeout,
+        target_model=target_model,
+        outputs=outputs or None,
+        class_count=class_count,
+    )
+    if output_file is not None:
+        write_outputs(result, output_file)
+    document = result_document(result, class_count=class_count)
+    if as_json:
+        emit_json(document)
+    else:
+        _render(document, output_file)
+
+
+def _target(
+    endpoint: str | None, local: bool, endpoint_url: str | None, manifest: str | None
+) -> tuple[str, str | None, str | None]:
+    if endpoint is not None and local:
+        raise InvokeError("pass either --endpoint NAME or --local, not both", where="--local")
+    if local:
+        default_manifest = os.environ.get("DEPLOY_PACKAGE_DIR", "build/models")
+        return LOCAL_ENDPOINT, endpoint_url or LOCAL_URL, manifest or default_manifest
+    if endpoint is None:
+        from deploy.config import load_settings
+
+        endpoint = load_settings().endpoint_name
+    return endpoint, endpoint_url, manifest
+
+
+def run_invoke(
+    model: str,
+    input_file: Path,
+    *,
+    endpoint: str,
+    endpoint_url: str | None,
+    manifest: str | None,
+    region: str | None,
+    timeout: float,
+    target_model: str | None = None,
+    outputs: list[str] | None = None,
+    class_count: int | None = None,
+) -> InferResult:
+    """Read the inputs, make the call, map SDK errors to the CLI's error tree."""
+    from deploy.client import ClientError, Endpoint
+
+    try:
+        with Endpoint(
+            endpoint, region=region, endpoint_url=endpoint_url, manifest=manifest, timeout=timeout
+        ) as client:
+            inputs = read_inputs(input_file, client.model_info(model))
+            return client.infer(
+                model, inputs, outputs, target_model=target_model, class_count=class_count
+            )
+    except ClientError as exc:
+        raise InvokeError(exc.message, where=exc.where, fix=exc.fix) from exc
+
+
+def read_inputs(path: Path, info: ModelInfo | None) -> dict[str, Any]:
+    """Arrays by input name from a .npz or .json file."""
+    import numpy as np
+
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".npz":
+            with np.load(path, allow_pickle=False) as archive:
+                return {name: archive[name] for name in archive.files}
+        if suffix == ".json":
+            document = json.loads(path.read_text(encoding="utf-8"))
+            return _inputs_from_json(document, info, str(path))
+    except (OSError, ValueError) as exc:
+        raise InvokeError(f"cannot read inputs: {exc}", where=str(path)) from exc
+    raise InvokeError(
+        f"unknown input format {suffix!r}", where=str(path), fix="use a .npz or .json file"
+    )
+
+
+def _inputs_from_json(document: Any, info: ModelInfo | None, where: str) -> dict[str, Any]:
+    from deploy.client import Tensor
+
+    if not isinstance(document, dict):
+        raise InvokeError("expected a JSON object of inputs", where=where)
+    if isinstance(document.get("inputs"), list):
+        tensors: dict[str, Any] = {}
+        for index, entry in enumerate(document["inputs"]):
+            here = f"{where}: inputs[{index}]"
+            if not isinstance(entry, dict) or not {"name", "datatype", "data"} <= entry.keys():
+                raise InvokeError("needs name, datatype and data", where=here)
+            array = _array(entry["data"], entry["datatype"], here)
+            if "shape" in entry:
+                try:
+                    array = array.reshape(entry["shape"])
+                except (TypeError, ValueError) as exc:
+                    raise InvokeError(f"data does not fit shape: {exc}", where=here) from exc
+            tensors[str(entry["name"])] = Tensor(array, str(entry["datatype"]))
+        return tensors
+    declared = {spec.name: spec.datatype for spec in info.inputs} if info is not None else {}
+    return {
+        name: _array(value, declared.get(name), f"{where}: {name}")
+        for name, value in document.items()
+    }
+
+
+_NUMPY_TYPES = {
+    "BOOL": "bool",
+    "INT8": "int8",
+    "INT16": "int16",
+    "INT32": "int32",
+    "INT64": "int64",
+    "UINT8": "uint8",
+    "UINT16": "uint16",
+    "UINT32": "uint32",
+    "UINT64": "uint64",
+    "FP16": "float16",
+    "FP32": "float32",
+    "FP64": "float64",
+    "BF16": "float32",  # rounded to bfloat16 by the SDK
+    "BYTES": "object",
+}
+
+
+def _array(data: Any, datatype: str | None, where: str) -> np.ndarray[Any, Any]:
+    import numpy as np
+
+    if datatype is None:
+        probe = np.asarray(data)
+        if probe.dtype.kind in "bU":
+            return probe.astype(object) if probe.dtype.kind == "U" else probe
+        raise InvokeError(
+            "numbers need a datatype and none is known for this input",
+            where=where,
+            fix='pass --manifest, or use {"inputs": [{"name", "datatype", "shape", "data"}]}',
+        )
+    if datatype not in _NUMPY_TYPES:
+        raise InvokeError(f"unknown datatype {datatype!r}", where=where)
+    try:
+        if datatype == "BYTES":
+            return np.asarray(data, dtype=object)
+        return np.asarray(data, dtype=_NUMPY_TYPES[datatype])
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InvokeError(f"data is not {datatype}: {exc}", where=where) from exc
+
+
+def _json_values(array: np.ndarray[Any, Any]) -> list[Any]:
+    if array.dtype == object:
+        return [
+            item.decode("utf-8", "backslashreplace") if isinstance(item, bytes) else str(item)
+            for item in array.reshape(-1).tolist()
+        ]
+    values: list[Any] = array.reshape(-1).tolist()
+    return values
+
+
+def result_document(result: InferResult, *, class_count: int | None = None) -> dict[str, Any]:
+    """The v2-style JSON document for a result (what --json prints and .json holds)."""
+    document: dict[str, Any] = {
+        "model": result.model,
+        "target_model": result.target_model,
+        "outputs": [
+            {
+                "name": name,
+                "datatype": result.datatypes.get(name),
+                "shape": list(array.shape),
+                "data": _json_values(array),
+            }
+            for name, array in result.items()
+        ],
+    }
+    if class_count is not None:
+        document["classes"] = {
+            name: [[list(entry) for entry in row] for row in result.classes(name)]
+            for name in result
+        }
+    return document
+
+
+def write_outputs(result: InferResult, path: Path) -> None:
+    """Write .npz or .json atomically (a temporary file renamed into place)."""
+    import numpy as np
+
+    suffix = path.suffix.lower()
+    if suffix not in (".npz", ".json"):
+        raise InvokeError(
+            f"unknown output format {suffix!r}", where=str(path), fix="use .npz or .json"
+        )
+    temporary: Path | None = None
+    try:
+        with tempfile.NamedTemporaryFile(
+            "wb", dir=path.parent, prefix=f".{path.name}.", suffix=suffix, delete=False
+        ) as handle:
+            temporary = Path(handle.name)
+            if suffix == ".npz":
+                # BYTES become fixed-width numpy bytes (npz cannot hold objects without pickle).
+                arrays: dict[str, Any] = {
+                    name: array.astype(bytes) if array.dtype == object else array
+                    for name, array in result.items()
+                }
+                np.savez(handle, **arrays)
+            else:
+                handle.write(json.dumps(result_document(result), indent=2).encode("utf-8"))
+        temporary.replace(path)
+    except OSError as exc:
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)
+        raise InvokeError(f"cannot write outputs: {exc}", where=str(path)) from exc
+
+
+def _render(document: dict[str, Any], output_file: Path | None) -> None:
+    from rich.table import Table
+
+    from deploy.cli.output import console
+
+    table = Table(title=f"{document['model']} → {document['target_model'] or '(router)'}")
+    for column in ("output", "datatype", "shape", "values"):
+        table.add_column(column)
+    for entry in document["outputs"]:
+        preview = json.dumps(entry["data"][:8])[:80]
+        if len(entry["data"]) > 8:
+            preview += " …"
+        table.add_row(entry["name"], str(entry["datatype"]), str(entry["shape"]), preview)
+    out = console()
+    out.print(table)
+    for name, rows in document.get("classes", {}).items():
+        for row in rows:
+            text = ", ".join(f"{label or index} ({score:.3f})" for score, index, label in row)
+            out.print(f"{name}: {text}")
+    if output_file is not None:
+        out.print(f"wrote {output_file}")
