@@ -23,6 +23,9 @@ $(STAMPS)/venv: pyproject.toml
 	$(PY) -m pip install -q "torch==2.13.0"
 	$(PY) -m pip install -q -e ".[infra,dev]"
 	$(PY) -m pip install -q --no-deps "nvidia-pytriton==0.7.0"
+	# Its python-backend stub is built against numpy 1.x (empty outputs with numpy 2);
+	# tritonserver runs in this folder, first on the stub's sys.path (deploy/local/triton.py).
+	$(PY) -m pip install -q --no-deps --upgrade --target $(VENV)/triton-stub-site "numpy<2"
 	touch $@
 
 $(STAMPS)/node: package.json $(wildcard package-lock.json)

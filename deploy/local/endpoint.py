@@ -1,0 +1,163 @@
+"""One running local endpoint: supervisor + platform + front end.
+
+The front end runs its own event loop (uvloop when installed) in a thread,
+so the endpoint can be embedded (tests, `deploy up --local`'s smoke test)
+or run in the foreground (`deploy serve`). tritonserver is started from the
+calling thread: its death signal fires when that thread ends, so start the
+endpoint from a thread that lives as long as the endpoint (the main one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from deploy.errors import LocalEndpointError
+from deploy.local import wire
+from deploy.local.archive import DEFAULT_MAX_EXTRACTED_BYTES
+from deploy.local.frontend import FrontEnd
+from deploy.local.platform import ModelPlatform
+from deploy.local.store import open_store
+from deploy.local.supervisor import TritonSupervisor
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class EndpointOptions:
+    endpoint_name: str = "local"
+    host: str = "127.0.0.1"
+    port: int = 0  # 0: a free port
+    triton_port: int | None = None
+    max_models: int | None = None
+    max_bytes: int | None = None
+    max_payload: int = wire.DEFAULT_MAX_PAYLOAD
+    max_archive_bytes: int = DEFAULT_MAX_EXTRACTED_BYTES
+    model_wait: float = 120.0
+    invoke_timeout: float = 60.0
+    verbose: bool = False
+
+
+def _new_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+class LocalEndpoint:
+    """A SageMaker multi-model endpoint on this machine."""
+
+    def __init__(
+        self,
+        store: str | Path,
+        *,
+        work_dir: Path | None = None,
+        options: EndpointOptions | None = None,
+    ) -> None:
+        self.options = options or EndpointOptions()
+        self.store = open_store(store)
+        self._own_work_dir = work_dir is None
+        self.work_dir = work_dir or Path(tempfile.mkdtemp(prefix="deploy-local-"))
+        self.supervisor = TritonSupervisor(
+            self.work_dir / "triton", port=self.options.triton_port, verbose=self.options.verbose
+        )
+        self.platform = ModelPlatform(
+            self.store,
+            self.work_dir / "models",
+            self.supervisor,
+            max_models=self.options.max_models,
+            max_bytes=self.options.max_bytes,
+            max_archive_bytes=self.options.max_archive_bytes,
+        )
+        self.supervisor.on_crash.append(self.platform.server_crashed)
+        self.supervisor.on_restart.append(self.platform.server_restarted)
+        self.frontend = FrontEnd(
+            self.platform,
+            lambda: self.supervisor.ready,
+            endpoint_name=self.options.endpoint_name,
+            max_payload=self.options.max_payload,
+            model_wait=self.options.model_wait,
+            invoke_timeout=self.options.invoke_timeout,
+            log_path=str(self.supervisor.log_path),
+        )
+        self.port = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.options.host}:{self.port}"
+
+    @property
+    def endpoint_name(self) -> str:
+        return self.options.endpoint_name
+
+    def start(self) -> LocalEndpoint:
+        self.supervisor.start()
+        loop = _new_loop()
+        started: asyncio.Future[int] = loop.create_future()
+
+        async def serve() -> None:
+            try:
+                port = await self.frontend.start(self.options.host, self.options.port)
+            except OSError as exc:
+                started.set_exception(exc)
+                return
+            started.set_result(port)
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            loop.create_task(serve())
+            loop.run_forever()
+            loop.run_until_complete(self.frontend.close())
+            loop.close()
+
+        self._loop = loop
+        self._thread = threading.Thread(target=run, name="local-endpoint", daemon=True)
+        self._thread.start()
+        done = threading.Event()
+        loop.call_soon_threadsafe(lambda: started.add_done_callback(lambda _: done.set()))
+        done.wait(30)
+        if not started.done() or started.exception() is not None:
+            self.stop()
+            raise LocalEndpointError(
+                f"cannot listen on {self.options.host}:{self.options.port}: "
+                f"{started.exception() if started.done() else 'timed out'}",
+                where="local endpoint",
+                fix="pick another --port",
+            )
+        self.port = started.result()
+        log.info("local endpoint %r at %s", self.endpoint_name, self.url)
+        return self
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+        self.supervisor.stop()
+        if self._own_work_dir:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    def listing(self) -> dict[str, Any]:
+        document = self.platform.listing()
+        document["endpoint_name"] = self.endpoint_name
+        document["url"] = self.url
+        return document
+
+    def __enter__(self) -> LocalEndpoint:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

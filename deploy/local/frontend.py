@@ -1,0 +1,427 @@
+"""The front end: SageMaker's runtime data plane over HTTP/1.1 on asyncio.
+
+    POST /endpoints/{EndpointName}/invocations   InvokeEndpoint (TargetModel header)
+    GET  /ping                                   health
+    GET  /models                                 loaded and available models (status)
+
+The hot path is kept small because client, front end and Triton share the
+CPU: httptools parses requests, only the headers the endpoint uses are kept,
+the body chunks are forwarded as received (`writelines`, no join, no JSON
+parsing) over a pool of keep-alive connections to Triton's SageMaker port,
+and Triton's response body is passed back untouched. A TargetModel that is
+not loaded yet goes to the platform in a worker thread; everything else
+stays on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import unquote
+
+import httptools
+
+from deploy.errors import LocalEndpointError
+from deploy.local import wire
+from deploy.local.platform import (
+    LoadTimeoutError,
+    ModelLoadError,
+    ModelPlatform,
+    ServerNotReadyError,
+)
+from deploy.local.store import ModelNotInStoreError
+
+log = logging.getLogger(__name__)
+
+_KEPT_HEADERS = frozenset(
+    {
+        b"content-type",
+        b"content-length",
+        b"accept",
+        wire.TARGET_MODEL.encode(),
+        wire.CUSTOM_ATTRIBUTES.encode(),
+    }
+)
+Reply = tuple[int, list[tuple[str, str]], bytes]
+
+
+class UpstreamError(Exception):
+    """The connection to tritonserver broke or timed out."""
+
+
+class _Upstream(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection to tritonserver."""
+
+    def __init__(self, pool: UpstreamPool) -> None:
+        self.pool = pool
+        self.parser = httptools.HttpResponseParser(self)
+        self.transport: asyncio.Transport | None = None
+        self.future: asyncio.Future[tuple[int, bytes, bytes]] | None = None
+        self.content_type = b""
+        self.body: list[bytes] = []
+        self.closed = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self._fail(UpstreamError(f"malformed response from tritonserver: {exc}"))
+            self.close()
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if name.lower() == b"content-type":
+            self.content_type = value
+
+    def on_body(self, body: bytes) -> None:
+        self.body.append(body)
+
+    def on_message_complete(self) -> None:
+        future, self.future = self.future, None
+        body = self.body[0] if len(self.body) == 1 else b"".join(self.body)
+        status = self.parser.get_status_code()
+        content_type, self.content_type, self.body = self.content_type, b"", []
+        if self.parser.should_keep_alive():
+            self.pool.release(self)
+        else:
+            self.close()
+        if future is not None and not future.done():
+            future.set_result((status, content_type, body))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self._fail(UpstreamError("tritonserver closed the connection"))
+
+    def _fail(self, exc: Exception) -> None:
+        future, self.future = self.future, None
+        if future is not None and not future.done():
+            future.set_exception(exc)
+
+    def time_out(self) -> None:
+        self._fail(UpstreamError(f"no answer from tritonserver in {self.pool.timeout:g}s"))
+        self.close()  # a late answer must not reach the next request
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+    def send(self, head: bytes, body: list[bytes]) -> asyncio.Future[tuple[int, bytes, bytes]]:
+        assert self.transport is not None
+        loop = asyncio.get_running_loop()
+        self.future = future = loop.create_future()
+        self.transport.writelines([head, *body])
+        return future
+
+
+class UpstreamPool:
+    """Idle keep-alive connections to tritonserver's SageMaker port."""
+
+    def __init__(self, port: Callable[[], int], timeout: float) -> None:
+        self._port = port
+        self._idle: deque[_Upstream] = deque()
+        self.timeout = timeout
+
+    def release(self, connection: _Upstream) -> None:
+        if not connection.closed:
+            self._idle.append(connection)
+
+    async def _acquire(self) -> _Upstream:
+        while self._idle:
+            connection = self._idle.pop()
+            if not connection.closed:
+                return connection
+        loop = asyncio.get_running_loop()
+        try:
+            _, protocol = await loop.create_connection(
+                lambda: _Upstream(self), "127.0.0.1", self._port()
+            )
+        except OSError as exc:
+            raise UpstreamError(f"cannot connect to tritonserver: {exc}") from exc
+        return protocol
+
+    async def request(
+        self,
+        path: str,
+        target_model: str,
+        headers: dict[bytes, bytes],
+        body: list[bytes],
+        size: int,
+    ) -> tuple[int, bytes, bytes]:
+        connection = await self._acquire()
+        head = [
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {size}\r\n"
+            f"X-Amzn-SageMaker-Target-Model: {target_model}\r\n".encode()
+        ]
+        content_type = headers.get(b"content-type")
+        if content_type is not None:
+            head.append(b"Content-Type: " + content_type + b"\r\n")
+        accept = headers.get(b"accept")
+        if accept is not None:
+            head.append(b"Accept: " + accept + b"\r\n")
+        head.append(b"\r\n")
+        future = connection.send(b"".join(head), body)
+        timer = asyncio.get_running_loop().call_later(self.timeout, connection.time_out)
+        try:
+            return await future
+        finally:
+            timer.cancel()
+
+    def close(self) -> None:
+        while self._idle:
+            self._idle.pop().close()
+
+
+class _Request:
+    __slots__ = ("body", "headers", "keep_alive", "method", "size", "too_large", "url")
+
+    def __init__(self) -> None:
+        self.url = b""
+        self.method = b""
+        self.headers: dict[bytes, bytes] = {}
+        self.body: list[bytes] = []
+        self.size = 0
+        self.too_large = False
+        self.keep_alive = True
+
+
+class _Connection(asyncio.Protocol):
+    """One client connection: requests are parsed and answered in order."""
+
+    def __init__(self, frontend: FrontEnd) -> None:
+        self.frontend = frontend
+        self.parser = httptools.HttpRequestParser(self)
+        self.transport: asyncio.Transport | None = None
+        self.current = _Request()
+        self.queue: deque[_Request] = deque()
+        self.busy = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.transport = None
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._write(*wire.validation_error("protocol upgrades are not supported").encode())
+            self._close()
+        except httptools.HttpParserError as exc:
+            self._write(*wire.validation_error(f"malformed HTTP request: {exc}").encode())
+            self._close()
+
+    # httptools callbacks
+    def on_message_begin(self) -> None:
+        self.current = _Request()
+
+    def on_url(self, url: bytes) -> None:
+        self.current.url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        name = name.lower()
+        if name in _KEPT_HEADERS:
+            self.current.headers[name] = value
+
+    def on_headers_complete(self) -> None:
+        request = self.current
+        request.method = self.parser.get_method()
+        request.keep_alive = self.parser.should_keep_alive()
+        length = request.headers.get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.frontend.max_payload:
+            request.too_large = True
+
+    def on_body(self, body: bytes) -> None:
+        request = self.current
+        if request.too_large:
+            return  # drained, never buffered
+        request.size += len(body)
+        if request.size > self.frontend.max_payload:
+            request.too_large = True
+            request.body = []
+        else:
+            request.body.append(body)
+
+    def on_message_complete(self) -> None:
+        self.queue.append(self.current)
+        if not self.busy:
+            self.busy = True
+            asyncio.get_running_loop().create_task(self._serve())
+
+    async def _serve(self) -> None:
+        try:
+            while self.queue:
+                request = self.queue.popleft()
+                try:
+                    status, headers, body = await self.frontend.handle(request)
+                except Exception as exc:  # a bug: answer InternalFailure, keep serving
+                    log.exception("front end failed on %r", request.url)
+                    status, headers, body = wire.internal_failure(
+                        f"the local endpoint failed: {exc}"
+                    ).encode()
+                self._write(status, headers, body, request.keep_alive)
+                if not request.keep_alive:
+                    self._close()
+                    return
+        finally:
+            self.busy = False
+
+    def _write(
+        self, status: int, headers: list[tuple[str, str]], body: bytes, keep_alive: bool = True
+    ) -> None:
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        lines = [f"HTTP/1.1 {status} {wire.reason(status)}\r\nContent-Length: {len(body)}\r\n"]
+        lines += [f"{name}: {value}\r\n" for name, value in headers]
+        if not keep_alive:
+            lines.append("Connection: close\r\n")
+        lines.append("\r\n")
+        transport.writelines(["".join(lines).encode("latin-1"), body])
+
+    def _close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
+class FrontEnd:
+    """Routes requests to the platform and tritonserver; see the module docstring."""
+
+    def __init__(
+        self,
+        platform: ModelPlatform,
+        server_ready: Callable[[], bool],
+        *,
+        endpoint_name: str = "local",
+        max_payload: int = wire.DEFAULT_MAX_PAYLOAD,
+        model_wait: float = 120.0,
+        invoke_timeout: float = 60.0,
+        log_path: str = "tritonserver.log",
+    ) -> None:
+        self.platform = platform
+        self.server_ready = server_ready
+        self.endpoint_name = endpoint_name
+        self.max_payload = max_payload
+        self.model_wait = model_wait
+        self.upstream = UpstreamPool(lambda: platform.server.port, invoke_timeout)
+        self.log_stream = f"file://{log_path}"
+        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="model-load")
+        self._loads: dict[str, asyncio.Future[str]] = {}
+        self._server: asyncio.Server | None = None
+
+    async def start(self, host: str, port: int) -> int:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: _Connection(self), host, port, reuse_address=True, backlog=1024
+        )
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        self.upstream.close()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    # -- routing -------------------------------------------------------------
+    async def handle(self, request: _Request) -> Reply:
+        path = request.url.split(b"?", 1)[0]
+        if path.startswith(b"/endpoints/") and path.endswith(b"/invocations"):
+            if request.method != b"POST":
+                return wire.validation_error("InvokeEndpoint is a POST").encode()
+            return await self._invoke(request, unquote(path[11:-12].decode("latin-1")))
+        if path == b"/ping":
+            return (200, [], b"") if self.server_ready() else (503, [], b"")
+        if path == b"/models" and request.method == b"GET":
+            listing = await asyncio.get_running_loop().run_in_executor(
+                self._executor, self.platform.listing
+            )
+            listing["endpoint_name"] = self.endpoint_name
+            return 200, [("Content-Type", "application/json")], json.dumps(listing).encode()
+        return wire.AwsErrorReply(
+            "UnknownOperationException", 404, f"no operation at {path.decode('latin-1')}"
+        ).encode()
+
+    async def _invoke(self, request: _Request, endpoint: str) -> Reply:
+        if endpoint != self.endpoint_name:
+            return wire.validation_error(
+                f"Endpoint {endpoint} of account {wire.LOCAL_ACCOUNT} not found."
+            ).encode()
+        raw_target = request.headers.get(wire.TARGET_MODEL.encode())
+        if not raw_target:
+            return wire.validation_error(
+                f"Endpoint {endpoint} is a multi-model endpoint: the request needs a "
+                "TargetModel (X-Amzn-SageMaker-Target-Model header)"
+            ).encode()
+        if request.too_large:
+            return wire.payload_too_large(self.max_payload)
+        target = raw_target.decode("latin-1")
+        for attempt in (1, 2):
+            name = self.platform.lookup(target)
+            if name is None:
+                loaded = await self._load(target)
+                if isinstance(loaded, tuple):
+                    return loaded
+                name = loaded
+            try:
+                status, content_type, body = await self.upstream.request(
+                    f"/models/{name}/invoke", target, request.headers, request.body, request.size
+                )
+            except UpstreamError as exc:
+                if self.server_ready():
+                    return wire.model_error(target, 0, str(exc), self.log_stream).encode()
+                return wire.service_unavailable(
+                    f"the model server stopped while serving {target} ({exc}); it is restarting"
+                ).encode()
+            if status == 200:
+                return (
+                    200,
+                    [
+                        ("Content-Type", content_type.decode("latin-1")),
+                        (wire.INVOKED_VARIANT, wire.DEFAULT_VARIANT),
+                        ("x-amzn-RequestId", str(uuid.uuid4())),
+                    ],
+                    body,
+                )
+            if status == 404 and attempt == 1:
+                # Triton no longer has it (evicted, or restarted): load again, once.
+                self.platform.forget(target)
+                continue
+            break
+        message = wire.triton_error_message(body) or wire.reason(status)
+        return wire.model_error(target, status, message, self.log_stream).encode()
+
+    async def _load(self, target: str) -> str | Reply:
+        loop = asyncio.get_running_loop()
+        future = self._loads.get(target)
+        if future is None:
+            future = loop.run_in_executor(self._executor, self.platform.ensure_loaded, target)
+            self._loads[target] = future
+            future.add_done_callback(lambda _: self._loads.pop(target, None))
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), self.model_wait)
+        except TimeoutError:
+            return wire.model_not_ready(
+                f"Model {target} is still loading after {self.model_wait:g}s; retry the request."
+            ).encode()
+        except ModelNotInStoreError as exc:
+            return wire.validation_error(str(exc)).encode()
+        except ModelLoadError as exc:
+            return wire.model_error(
+                target, exc.status, exc.triton_message, self.log_stream
+            ).encode()
+        except (ServerNotReadyError, LoadTimeoutError) as exc:
+            return wire.service_unavailable(str(exc)).encode()
+        except LocalEndpointError as exc:
+            return wire.validation_error(str(exc)).encode()
+        except Exception as exc:
+            log.exception("loading %s failed", target)
+            return wire.internal_failure(f"loading {target} failed: {exc}").encode()

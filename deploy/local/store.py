@@ -1,0 +1,167 @@
+"""Model stores: where the platform fetches a TargetModel's archive from.
+
+A store is the folder `deploy package` writes (archives + `manifest.json`),
+either on disk or under an `s3://bucket/prefix/`. S3 is read with boto3,
+which honours `AWS_ENDPOINT_URL` (a moto server in tests).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Protocol
+
+from deploy.errors import LocalEndpointError
+
+MANIFEST = "manifest.json"
+
+
+class ModelNotInStoreError(LocalEndpointError):
+    """The TargetModel names no archive in the store."""
+
+
+class Store(Protocol):
+    location: str
+
+    def manifest(self) -> dict[str, Any] | None:
+        """The parsed manifest.json, or None when the store has none."""
+
+    def fetch(self, target_model: str, cache: Path) -> Path:
+        """A local path of the archive (downloaded under `cache` if remote)."""
+
+
+def check_target_model(target_model: str) -> str:
+    """A TargetModel is a relative path inside the store, nothing else."""
+    normal = posixpath.normpath(target_model)
+    if (
+        not target_model
+        or target_model.startswith("/")
+        or normal.startswith("..")
+        or normal != target_model
+        or "\\" in target_model
+        or len(target_model) > 1024
+    ):
+        raise LocalEndpointError(
+            f"TargetModel {target_model!r} is not a relative path inside the model store",
+            where="X-Amzn-SageMaker-Target-Model",
+            fix="send the target_model that manifest.json lists",
+        )
+    return target_model
+
+
+def _parse_manifest(text: str, where: str) -> dict[str, Any]:
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LocalEndpointError(
+            f"manifest is not JSON: {exc}", where=where, fix="re-run `deploy package`"
+        ) from exc
+    if not isinstance(document, dict) or not isinstance(document.get("models"), dict):
+        raise LocalEndpointError(
+            "manifest has no `models` table", where=where, fix="re-run `deploy package`"
+        )
+    return document
+
+
+class DirectoryStore:
+    """Archives in a local folder."""
+
+    def __init__(self, root: Path) -> None:
+        if not root.is_dir():
+            raise LocalEndpointError(
+                "model store folder does not exist",
+                where=str(root),
+                fix="run `deploy package REPO --out DIR` and pass DIR",
+            )
+        self.root = root.resolve()
+        self.location = str(self.root)
+
+    def manifest(self) -> dict[str, Any] | None:
+        path = self.root / MANIFEST
+        if not path.is_file():
+            return None
+        return _parse_manifest(path.read_text(encoding="utf-8"), str(path))
+
+    def fetch(self, target_model: str, cache: Path) -> Path:
+        path = self.root / check_target_model(target_model)
+        if not path.is_file():
+            raise ModelNotInStoreError(
+                f"no archive {target_model!r} in the model store {self.location}",
+                where=f"TargetModel {target_model}",
+                fix="send a target_model listed in manifest.json (`deploy status --local`)",
+            )
+        return path
+
+
+class S3Store:
+    """Archives under `s3://bucket/prefix/`, downloaded on first use."""
+
+    def __init__(self, url: str, client: Any | None = None) -> None:
+        bucket, _, prefix = url.removeprefix("s3://").partition("/")
+        if not bucket:
+            raise LocalEndpointError(
+                "S3 store URL has no bucket", where=url, fix="use s3://BUCKET/PREFIX/"
+            )
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+        self.location = f"s3://{bucket}/{self.prefix}"
+        if client is None:
+            import boto3
+
+            client = boto3.client("s3")
+        self._client = client
+
+    def _key(self, name: str) -> str:
+        return f"{self.prefix}/{name}" if self.prefix else name
+
+    def manifest(self) -> dict[str, Any] | None:
+        from botocore.exceptions import ClientError
+
+        key = self._key(MANIFEST)
+        try:
+            body = self._client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in {"NoSuchKey", "404"}:
+                return None
+            raise LocalEndpointError(
+                f"cannot read the manifest: {exc}",
+                where=f"s3://{self.bucket}/{key}",
+                fix="check the bucket, the credentials and AWS_ENDPOINT_URL",
+            ) from exc
+        return _parse_manifest(body.decode("utf-8"), f"s3://{self.bucket}/{key}")
+
+    def fetch(self, target_model: str, cache: Path) -> Path:
+        from botocore.exceptions import ClientError
+
+        key = self._key(check_target_model(target_model))
+        cache.mkdir(parents=True, exist_ok=True)
+        handle, partial = tempfile.mkstemp(dir=cache, suffix=".partial")
+        os.close(handle)
+        try:
+            with Path(partial).open("wb") as out:
+                body = self._client.get_object(Bucket=self.bucket, Key=key)["Body"]
+                shutil.copyfileobj(body, out, 1 << 20)
+        except ClientError as exc:
+            Path(partial).unlink(missing_ok=True)
+            code = exc.response.get("Error", {}).get("Code")
+            error = ModelNotInStoreError if code in {"NoSuchKey", "404"} else LocalEndpointError
+            raise error(
+                f"cannot download s3://{self.bucket}/{key}: {exc}",
+                where=f"TargetModel {target_model}",
+                fix="send a target_model listed in the store's manifest.json",
+            ) from exc
+        except BaseException:
+            Path(partial).unlink(missing_ok=True)
+            raise
+        return Path(partial)
+
+
+def open_store(location: str | Path) -> DirectoryStore | S3Store:
+    text = str(location)
+    if text.startswith("s3://"):
+        return S3Store(text)
+    return DirectoryStore(Path(text))

@@ -1,0 +1,268 @@
+"""Runs tritonserver as SageMaker runs it in multi-model mode, and keeps it running.
+
+Modelled on pytriton's `server/triton_server.py`: one start per supervisor,
+the child dies with its parent (PR_SET_PDEATHSIG), stop is SIGINT, then
+SIGKILL after a timeout, logs go to a file, readiness is `GET /ping` on the
+SageMaker port. A crash (any exit not asked for) restarts the server on the
+same port and then runs the `on_restart` callbacks, which reload the models
+that were loaded. Exit callbacks run once, when the supervisor stops for good.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import http.client
+import logging
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from deploy.errors import LocalEndpointError
+from deploy.local.triton import TritonInstall, find_triton, prepare_backends, triton_environment
+
+log = logging.getLogger(__name__)
+
+_PR_SET_PDEATHSIG = 1
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
+    # SIGKILL, not SIGTERM: tritonserver must not outlive a crashed parent.
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def ping(port: int, timeout: float = 1.0) -> bool:
+    """True when the SageMaker frontend on `port` answers `/ping` with 200."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        connection.request("GET", "/ping")
+        return connection.getresponse().status == 200
+    except OSError:
+        return False
+    finally:
+        connection.close()
+
+
+class TritonSupervisor:
+    """One tritonserver process in SageMaker multi-model mode.
+
+    `on_crash` callbacks run (from the watcher thread) when the server died
+    unexpectedly; `on_restart` callbacks run once the replacement is ready;
+    `on_exit` callbacks run once when the supervisor stops or gives up.
+    """
+
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        port: int | None = None,
+        startup_timeout: float = 60.0,
+        stop_timeout: float = 10.0,
+        max_restarts: int = 5,
+        verbose: bool = False,
+        install: TritonInstall | None = None,
+        environment: dict[str, str] | None = None,
+    ) -> None:
+        self.workdir = workdir
+        self.port = port or free_port()
+        self.log_path = workdir / "tritonserver.log"
+        self.startup_timeout = startup_timeout
+        self.stop_timeout = stop_timeout
+        self.max_restarts = max_restarts
+        self.verbose = verbose
+        self.restarts = 0
+        self.on_crash: list[Callable[[], None]] = []
+        self.on_restart: list[Callable[[], None]] = []
+        self.on_exit: list[Callable[[], None]] = []
+        self._install = install
+        self.environment = dict(environment or {})  # added to triton_environment()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+        self._started = False
+        self._stopping = threading.Event()
+        self._ready = threading.Event()
+        self._exited = False
+        self._watcher: threading.Thread | None = None
+
+    # -- public -----------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Block until the server is ready (or `timeout` seconds pass)."""
+        return self._ready.wait(timeout)
+
+    def start(self) -> None:
+        """Start tritonserver and wait until it answers `/ping`."""
+        with self._lock:
+            if self._started:
+                raise LocalEndpointError(
+                    "this tritonserver supervisor was already started",
+                    where=f"tritonserver on port {self.port}",
+                    fix="create a new supervisor, or stop() this one and use a new one",
+                )
+            self._started = True
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._spawn()
+        self._wait_until_ready()
+        self._watcher = threading.Thread(target=self._watch, name="triton-watch", daemon=True)
+        self._watcher.start()
+
+    def stop(self) -> None:
+        """SIGINT, then SIGKILL after `stop_timeout`; runs the exit callbacks once."""
+        self._stopping.set()
+        self._ready.clear()
+        with self._lock:
+            process = self._process
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(self.stop_timeout)
+            except subprocess.TimeoutExpired:
+                log.warning("tritonserver ignored SIGINT for %ss; killing it", self.stop_timeout)
+                process.kill()
+                process.wait()
+        if self._watcher is not None and self._watcher is not threading.current_thread():
+            self._watcher.join(self.stop_timeout)
+        self._run_exit_callbacks()
+
+    # -- internals ----------------------------------------------------------
+    def _command(self, install: TritonInstall) -> list[str]:
+        repository = self.workdir / "empty-repository"
+        repository.mkdir(parents=True, exist_ok=True)
+        backends = prepare_backends(install, self.workdir / "backends")
+        return [
+            str(install.binary),
+            f"--model-repository={repository}",
+            f"--backend-directory={backends}",
+            "--model-control-mode=explicit",
+            "--model-namespacing=true",
+            "--allow-sagemaker=true",
+            f"--sagemaker-port={self.port}",
+            "--allow-grpc=false",
+            "--allow-http=false",
+            "--allow-metrics=false",
+            # SageMaker's own defaults for the python backend's shared memory.
+            "--backend-config=python,shm-default-byte-size=16777216",
+            "--backend-config=python,shm-growth-byte-size=1048576",
+            f"--log-verbose={1 if self.verbose else 0}",
+        ]
+
+    def _spawn(self) -> None:
+        install = self._install or find_triton()
+        self._install = install
+        command = self._command(install)
+        log_file = self.log_path.open("ab")
+        try:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                env=triton_environment(install, self.environment),
+                # The stub's sys.path starts with this folder (numpy<2, see triton.py).
+                cwd=install.stub_site,
+                preexec_fn=_die_with_parent,  # prctl must run in the child
+            )
+        except OSError as exc:
+            raise LocalEndpointError(
+                f"cannot start tritonserver: {exc}",
+                where=str(install.binary),
+                fix="check that the file is executable (make install)",
+            ) from exc
+        finally:
+            log_file.close()
+        with self._lock:
+            self._process = process
+        log.info("tritonserver pid %s on port %s (log %s)", process.pid, self.port, self.log_path)
+
+    def _wait_until_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout
+        process = self._process
+        assert process is not None  # set by _spawn
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise LocalEndpointError(
+                    f"tritonserver exited with code {process.returncode} while starting",
+                    where=str(self.log_path),
+                    fix="read the log named here; a busy port or a missing library is usual",
+                )
+            if ping(self.port):
+                self._ready.set()
+                return
+            time.sleep(0.05)
+        process.kill()
+        process.wait()
+        raise LocalEndpointError(
+            f"tritonserver did not answer /ping within {self.startup_timeout:.0f}s",
+            where=str(self.log_path),
+            fix="read the log named here",
+        )
+
+    def _watch(self) -> None:
+        while not self._stopping.is_set():
+            process = self._process
+            assert process is not None
+            code = process.wait()
+            if self._stopping.is_set():
+                break
+            self._ready.clear()
+            log.error("tritonserver exited unexpectedly with code %s", code)
+            self._call(self.on_crash)
+            if self.restarts >= self.max_restarts:
+                log.error("tritonserver crashed %s times; giving up", self.restarts)
+                break
+            self.restarts += 1
+            try:
+                self._spawn()
+                self._wait_until_ready()
+            except LocalEndpointError as exc:
+                log.error("restarting tritonserver failed: %s", exc)
+                continue
+            log.info("tritonserver restarted (restart %s)", self.restarts)
+            self._call(self.on_restart)
+        if not self._stopping.is_set():
+            self._run_exit_callbacks()
+
+    def _call(self, callbacks: list[Callable[[], None]]) -> None:
+        for callback in list(callbacks):
+            try:
+                callback()
+            except Exception:
+                log.exception("supervisor callback %r failed", callback)
+
+    def _run_exit_callbacks(self) -> None:
+        with self._lock:
+            if self._exited:
+                return
+            self._exited = True
+        self._call(self.on_exit)
+
+    def __enter__(self) -> TritonSupervisor:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(Exception):
+            self.stop()

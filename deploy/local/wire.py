@@ -1,0 +1,101 @@
+"""The SageMaker runtime wire format: AWS's JSON error shape and header names.
+
+botocore's rest-json parser reads the error code from the `x-amzn-ErrorType`
+header (then `__type`/`code` in the body) and the modelled members (for
+`ModelError`: OriginalStatusCode, OriginalMessage, LogStreamArn) from the
+JSON body, so a response built here raises the modelled exception class of
+`boto3.client("sagemaker-runtime")`.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any
+
+TARGET_MODEL = "x-amzn-sagemaker-target-model"
+CUSTOM_ATTRIBUTES = "x-amzn-sagemaker-custom-attributes"
+INVOKED_VARIANT = "x-Amzn-Invoked-Production-Variant"
+DEFAULT_VARIANT = "AllTraffic"
+DEFAULT_MAX_PAYLOAD = 6 * 1024 * 1024  # SageMaker's real-time InvokeEndpoint limit
+LOCAL_ACCOUNT = "000000000000"
+
+
+@dataclass
+class AwsErrorReply:
+    """One error response in AWS's JSON error shape."""
+
+    code: str  # ValidationError, ModelError, ModelNotReadyException, ...
+    status: int
+    message: str
+    members: dict[str, Any] = field(default_factory=dict)
+
+    def encode(self) -> tuple[int, list[tuple[str, str]], bytes]:
+        body = {"__type": self.code, "message": self.message, **self.members}
+        headers = [
+            ("Content-Type", "application/json"),
+            ("x-amzn-ErrorType", self.code),
+            ("x-amzn-RequestId", str(uuid.uuid4())),
+        ]
+        return self.status, headers, json.dumps(body).encode()
+
+
+def validation_error(message: str) -> AwsErrorReply:
+    return AwsErrorReply("ValidationError", 400, message)
+
+
+def model_error(
+    target_model: str, original_status: int, original_message: str, log_stream: str
+) -> AwsErrorReply:
+    message = (
+        f"Received client error ({original_status}) from model {target_model} with message "
+        f'"{original_message}". See {log_stream} for more information.'
+    )
+    return AwsErrorReply(
+        "ModelError",
+        424,
+        message,
+        {
+            "OriginalStatusCode": original_status,
+            "OriginalMessage": original_message,
+            "LogStreamArn": log_stream,
+        },
+    )
+
+
+def model_not_ready(message: str) -> AwsErrorReply:
+    return AwsErrorReply("ModelNotReadyException", 429, message)
+
+
+def service_unavailable(message: str) -> AwsErrorReply:
+    return AwsErrorReply("ServiceUnavailable", 503, message)
+
+
+def internal_failure(message: str) -> AwsErrorReply:
+    return AwsErrorReply("InternalFailure", 500, message)
+
+
+def payload_too_large(limit: int) -> tuple[int, list[tuple[str, str]], bytes]:
+    # SageMaker answers an oversized body with a bare 413 (botocore: ClientError "413").
+    body = json.dumps({"message": f"HTTP content length exceeded {limit} bytes."}).encode()
+    return 413, [("Content-Type", "application/json")], body
+
+
+def reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Unknown"
+
+
+def triton_error_message(body: bytes) -> str:
+    """Triton's `{"error": "..."}` body as text (or the raw body)."""
+    try:
+        document = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return body.decode("utf-8", "replace").strip()
+    if isinstance(document, dict) and isinstance(document.get("error"), str):
+        return str(document["error"])
+    return body.decode("utf-8", "replace").strip()
