@@ -36,6 +36,7 @@ from deploy.client._errors import InvalidInputError, ModelError, ResponseFormatE
 BINARY_CONTENT_TYPE = "application/vnd.sagemaker-triton.binary+json"
 JSON_CONTENT_TYPE = "application/json"
 _HEADER_SIZE_PARAM = "json-header-size"
+_BINARY_PREFIX = f"{BINARY_CONTENT_TYPE};{_HEADER_SIZE_PARAM}="
 _LENGTH = struct.Struct("<I")
 _MAX_ELEMENT = 2**32 - 1
 
@@ -110,7 +111,7 @@ def encode_input(name: str, value: Any, datatype: str | None = None) -> EncodedI
             where=where,
             fix=f"use one of {', '.join(sorted(DATATYPES))}",
         )
-    shape = tuple(int(dim) for dim in array.shape)
+    shape: tuple[int, ...] = array.shape
     if datatype == "BYTES":
         parts, nbytes = _bytes_parts(array, where)
         return EncodedInput(name, datatype, shape, parts, nbytes)
@@ -132,6 +133,8 @@ def _as_fixed(array: np.ndarray[Any, Any], datatype: str, where: str) -> np.ndar
         raise InvalidInputError(
             f"is {dtype} but BF16 needs uint16 bit patterns or float values", where=where
         )
+    if dtype == target and array.flags.c_contiguous:
+        return array
     # The same kind and width in another byte order is the same data; anything else
     # is a caller's mistake that silent casting would hide.
     if dtype.kind != target.kind or dtype.itemsize != target.itemsize:
@@ -267,6 +270,8 @@ def header_size_of(content_type: str | None) -> int | None:
     """The JSON header length a content type announces; None for a plain JSON body."""
     if not content_type:
         return None
+    if content_type.startswith(_BINARY_PREFIX) and content_type[len(_BINARY_PREFIX) :].isdigit():
+        return int(content_type[len(_BINARY_PREFIX) :])  # the usual form, parsed fast
     media, *params = (part.strip() for part in content_type.split(";"))
     for param in params:
         key, _, value = param.partition("=")

@@ -51,12 +51,22 @@ _BY_KIND_SIZE = {
 
 def is_bfloat16(dtype: np.dtype[Any]) -> bool:
     """True for ml_dtypes' bfloat16 (recognised by name, so ml_dtypes stays optional)."""
-    return dtype.name == "bfloat16" and dtype.itemsize == 2
+    # dtype.name is slow to compute: test the cheap attributes first.
+    return dtype.itemsize == 2 and dtype.kind not in "iufbOSU" and dtype.name == "bfloat16"
+
+
+# Native little-endian dtypes → datatype: one dict lookup on the hot path.
+_BY_DTYPE: dict[np.dtype[Any], str] = {
+    dtype: name for name, dtype in FIXED_DTYPES.items() if name != "BF16"
+}
 
 
 def datatype_of(array: np.ndarray[Any, Any], *, where: str) -> str:
     """The v2 datatype an array travels as when no metadata says otherwise."""
     dtype = array.dtype
+    known = _BY_DTYPE.get(dtype)
+    if known is not None:
+        return known
     if is_bfloat16(dtype):
         return "BF16"
     if dtype.kind in "OSU":
