@@ -1,0 +1,73 @@
+"""BLS: calls `addsub` on (2A, 2B) and returns SUM = 2A + 2B, DIFF = 2A - 2B.
+
+On a SageMaker multi-model endpoint Triton loads only the archive's own model,
+so `deploy package` bundles the models named in the `deploy.dependencies`
+parameter under `<this model>/deps/<name>/` together with `<name>.json`, the
+dependency's config in Triton's JSON form. `initialize` loads each bundled
+dependency under its own name; in a plain model repository (no `deps/`)
+Triton already serves it.
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+def load_bundled_dependencies(args):
+    model_dir = Path(args["model_repository"])
+    config = json.loads(args["model_config"])
+    names = config.get("parameters", {}).get("deploy.dependencies", {}).get("string_value", "")
+    for name in filter(None, (part.strip() for part in names.split(","))):
+        bundle = model_dir / "deps" / name
+        if not bundle.is_dir():
+            continue
+        files = {
+            f"file:{path.relative_to(bundle).as_posix()}": path.read_bytes()
+            for path in sorted(bundle.rglob("*"))
+            if path.is_file() and path.relative_to(bundle).parts[0] != "config.pbtxt"
+        }
+        dependency_config = (model_dir / "deps" / f"{name}.json").read_text(encoding="utf-8")
+        pb_utils.load_model(model_name=name, config=dependency_config, files=files)
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        load_bundled_dependencies(args)
+
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            a = np.from_dlpack(pb_utils.get_input_tensor_by_name(request, "A"))
+            b = np.from_dlpack(pb_utils.get_input_tensor_by_name(request, "B"))
+            # Keep the doubled arrays referenced until exec() returns: DLPack
+            # tensors borrow their memory.
+            doubled_a = np.ascontiguousarray(a * 2, dtype=np.float32)
+            doubled_b = np.ascontiguousarray(b * 2, dtype=np.float32)
+            call = pb_utils.InferenceRequest(
+                model_name="addsub",
+                requested_output_names=["OUTPUT0", "OUTPUT1"],
+                inputs=[
+                    pb_utils.Tensor.from_dlpack("INPUT0", doubled_a),
+                    pb_utils.Tensor.from_dlpack("INPUT1", doubled_b),
+                ],
+            )
+            result = call.exec()
+            if result.has_error():
+                raise pb_utils.TritonModelException(result.error().message())
+            responses.append(
+                pb_utils.InferenceResponse(
+                    output_tensors=[
+                        pb_utils.Tensor.from_dlpack(
+                            "SUM",
+                            np.array(np.from_dlpack(pb_utils.get_output_tensor_by_name(result, "OUTPUT0"))),
+                        ),
+                        pb_utils.Tensor.from_dlpack(
+                            "DIFF",
+                            np.array(np.from_dlpack(pb_utils.get_output_tensor_by_name(result, "OUTPUT1"))),
+                        ),
+                    ]
+                )
+            )
+        return responses

@@ -1,0 +1,1 @@
+"""The inf1 example: Neuron models generated from the classifier's TorchScript."""
