@@ -115,7 +115,6 @@ class ModelPlatform:
         self._loaded: OrderedDict[str, LoadedModel] = OrderedDict()  # LRU order, oldest first
         self._lock = threading.Lock()
         self._loading: dict[str, threading.Lock] = {}
-        self._manifest_sha: dict[str, str] | None = None
         self._pending_reload: list[str] = []
         self.on_load: list[Callable[[LoadedModel], None]] = []
 
@@ -150,14 +149,13 @@ class ModelPlatform:
             return self._load(target_model)
 
     def _expected_sha(self, target_model: str) -> str | None:
-        if self._manifest_sha is None:
-            manifest = self.store.manifest() or {"models": {}}
-            self._manifest_sha = {
-                entry["target_model"]: entry["sha256"]
-                for entry in manifest["models"].values()
-                if isinstance(entry, dict) and "target_model" in entry and "sha256" in entry
-            }
-        return self._manifest_sha.get(target_model)
+        # Read on every cold load: `deploy up --local` publishes new manifests live.
+        manifest = self.store.manifest() or {"models": {}}
+        for entry in manifest["models"].values():
+            if isinstance(entry, dict) and entry.get("target_model") == target_model:
+                sha = entry.get("sha256")
+                return str(sha) if sha else None
+        return None
 
     def _load(self, target_model: str) -> str:
         started = time.perf_counter()

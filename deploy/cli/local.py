@@ -1,0 +1,57 @@
+"""`deploy serve`: a local SageMaker multi-model endpoint in the foreground."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)
+
+
+def serve(
+    store: str = typer.Argument(
+        ..., help="Model store (`deploy package` output or s3://bucket/prefix) or a repository."
+    ),
+    port: int = typer.Option(8080, "--port", help="Front-end port (0: any free port)."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Front-end address."),
+    endpoint_name: str = typer.Option("local", "--endpoint-name", help="EndpointName to answer."),
+    max_loaded_models: int | None = typer.Option(
+        None, "--max-loaded-models", min=1, help="Evict least-recently-used models beyond N."
+    ),
+    max_loaded_mb: int | None = typer.Option(
+        None, "--max-loaded-mb", min=1, help="Evict LRU models beyond this many MB on disk."
+    ),
+    max_payload_mb: float = typer.Option(6.0, "--max-payload-mb", help="Request size limit."),
+    verbose: bool = typer.Option(False, "--verbose", help="Verbose tritonserver log."),
+    package_dir: Annotated[
+        Path | None,
+        typer.Option("--package-dir", help="Where to package a repository given as STORE."),
+    ] = None,
+) -> None:
+    """Serve a model store like a SageMaker multi-model endpoint, until Ctrl-C."""
+    import logging
+
+    from rich.logging import RichHandler
+
+    from deploy.local.endpoint import EndpointOptions
+    from deploy.local.serve import resolve_store, serve_forever
+
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(message)s",
+        handlers=[RichHandler(show_path=False, rich_tracebacks=False)],
+    )
+    options = EndpointOptions(
+        endpoint_name=endpoint_name,
+        host=host,
+        port=port,
+        max_models=max_loaded_models,
+        max_bytes=max_loaded_mb * 1024 * 1024 if max_loaded_mb else None,
+        max_payload=int(max_payload_mb * 1024 * 1024),
+        verbose=verbose,
+    )
+    serve_forever(resolve_store(store, package_dir=package_dir), options)

@@ -1,0 +1,194 @@
+"""The local endpoint in single-model mode: the inf1 layout on this machine.
+
+SageMaker's single-model mode (docker/sagemaker/serve in the Triton server
+repository) starts Triton over one repository and serves
+`SAGEMAKER_TRITON_DEFAULT_MODEL_NAME` at `/invocations`. Here that model is
+the generated router, every model of the repository is loaded at start
+(`--load-model=*`, as the inf1 image's serve script does), and InvokeEndpoint
+without a TargetModel is forwarded to `/invocations`; the router picks the
+model from the request parameter `target_model`.
+
+The user's repository is not modified: Triton gets a staging repository of
+links to the model folders plus the router, generated fresh at start.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any, cast
+
+from deploy.errors import LocalEndpointError
+from deploy.local import wire
+from deploy.local.endpoint import EndpointOptions, LocalEndpoint
+from deploy.local.frontend import FrontEnd, Reply, UpstreamError, _Request
+from deploy.local.platform import ModelPlatform
+from deploy.local.supervisor import TritonSupervisor
+from deploy.local.triton import TritonInstall, prepare_backends
+from deploy.neuron.router import (
+    DEFAULT_ROUTER_INSTANCES,
+    ROUTER_NAME,
+    read_models,
+    single_model_manifest,
+    write_router,
+)
+
+MANIFEST_NAME = "manifest.json"
+
+
+class SingleModelSupervisor(TritonSupervisor):
+    """tritonserver over one repository, all models loaded, a default model."""
+
+    def __init__(self, workdir: Path, repository: Path, default_model: str, **kwargs: Any) -> None:
+        environment = {
+            "SAGEMAKER_MULTI_MODEL": "false",
+            "SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": default_model,
+        }
+        super().__init__(workdir, environment=environment, **kwargs)
+        self.repository = repository
+        self.default_model = default_model
+
+    def _command(self, install: TritonInstall) -> list[str]:
+        backends = prepare_backends(install, self.workdir / "backends")
+        return [
+            str(install.binary),
+            f"--model-repository={self.repository}",
+            f"--backend-directory={backends}",
+            "--model-control-mode=explicit",
+            "--load-model=*",
+            "--model-namespacing=true",
+            "--allow-sagemaker=true",
+            f"--sagemaker-port={self.port}",
+            "--allow-grpc=false",
+            "--allow-http=false",
+            "--allow-metrics=false",
+            "--backend-config=python,shm-default-byte-size=16777216",
+            "--backend-config=python,shm-growth-byte-size=1048576",
+            f"--log-verbose={1 if self.verbose else 0}",
+        ]
+
+
+class _Models:
+    """Stands in for the MME platform: the port, and a listing for GET /models."""
+
+    def __init__(self, server: TritonSupervisor, manifest: dict[str, Any]) -> None:
+        self.server = server
+        self.manifest = manifest
+
+    def listing(self) -> dict[str, Any]:
+        return {
+            "hosting": "single-model",
+            "router": self.manifest["router"],
+            "loaded": sorted(self.manifest["models"]),
+        }
+
+
+class SingleModelFrontEnd(FrontEnd):
+    """InvokeEndpoint → Triton's `/invocations`; a TargetModel is refused, as on SageMaker."""
+
+    async def _invoke(self, request: _Request, endpoint: str) -> Reply:
+        if endpoint != self.endpoint_name:
+            return wire.validation_error(
+                f"Endpoint {endpoint} of account {wire.LOCAL_ACCOUNT} not found."
+            ).encode()
+        if request.headers.get(wire.TARGET_MODEL.encode()):
+            return wire.validation_error(
+                f"Endpoint {endpoint} is a single-model endpoint: send no TargetModel; "
+                "name the model in the request parameter target_model"
+            ).encode()
+        if request.too_large:
+            return wire.payload_too_large(self.max_payload)
+        try:
+            status, content_type, body = await self.upstream.request(
+                "/invocations", "", request.headers, request.body, request.size
+            )
+        except UpstreamError as exc:
+            return wire.service_unavailable(f"the model server did not answer: {exc}").encode()
+        if status == 200:
+            return (
+                200,
+                [
+                    ("Content-Type", content_type.decode("latin-1")),
+                    (wire.INVOKED_VARIANT, wire.DEFAULT_VARIANT),
+                    ("x-amzn-RequestId", str(uuid.uuid4())),
+                ],
+                body,
+            )
+        message = wire.triton_error_message(body) or wire.reason(status)
+        return wire.model_error(ROUTER_NAME, status, message, self.log_stream).encode()
+
+
+def stage_repository(
+    repository: Path, staging: Path, *, router: str, router_instances: int
+) -> dict[str, Any]:
+    """Links to `repository`'s model folders plus a fresh router; returns the manifest."""
+    models = read_models(repository, exclude=[router])
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    for model in models:
+        (staging / model.name).symlink_to((repository / model.name).resolve())
+    write_router(staging, name=router, instances=router_instances)
+    return single_model_manifest(models, router=router)
+
+
+class SingleModelEndpoint(LocalEndpoint):
+    """The inf1 layout as a local SageMaker endpoint (start/stop/url as `LocalEndpoint`)."""
+
+    def __init__(
+        self,
+        repository: str | Path,
+        *,
+        work_dir: Path | None = None,
+        options: EndpointOptions | None = None,
+        router: str = ROUTER_NAME,
+        router_instances: int = DEFAULT_ROUTER_INSTANCES,
+    ) -> None:
+        # LocalEndpoint.__init__ builds the MME store and platform; this mode has
+        # neither, so the attributes start()/stop() use are set here instead.
+        self.options = options or EndpointOptions()
+        self._own_work_dir = work_dir is None
+        self.work_dir = work_dir or Path(tempfile.mkdtemp(prefix="deploy-local-"))
+        source = Path(repository)
+        try:
+            self.manifest = stage_repository(
+                source,
+                self.work_dir / "repository",
+                router=router,
+                router_instances=router_instances,
+            )
+        except OSError as exc:
+            raise LocalEndpointError(
+                f"cannot stage the repository: {exc}", where=str(source)
+            ) from exc
+        self.manifest_path = self.work_dir / MANIFEST_NAME
+        self.manifest_path.write_text(json.dumps(self.manifest, indent=2) + "\n")
+        self.supervisor = SingleModelSupervisor(
+            self.work_dir / "triton",
+            self.work_dir / "repository",
+            router,
+            port=self.options.triton_port,
+            verbose=self.options.verbose,
+        )
+        self.models = _Models(self.supervisor, self.manifest)
+        self.frontend = SingleModelFrontEnd(
+            cast(ModelPlatform, self.models),
+            lambda: self.supervisor.ready,
+            endpoint_name=self.options.endpoint_name,
+            max_payload=self.options.max_payload,
+            invoke_timeout=self.options.invoke_timeout,
+            log_path=str(self.supervisor.log_path),
+        )
+        self.port = 0
+        self._loop = None
+        self._thread = None
+        self._stopped = False
+
+    def listing(self) -> dict[str, Any]:
+        document = self.models.listing()
+        document["endpoint_name"] = self.endpoint_name
+        document["url"] = self.url
+        return document
