@@ -1,0 +1,1 @@
+"""Lambda handlers; each sub-package is one function's code (no numpy, no deploy imports)."""

@@ -1,0 +1,194 @@
+"""Lambda entry point for the HTTP API (payload format 2.0).
+
+Routes: `POST /v2/models/{model}/infer`, `GET /v2/models/{model}`,
+`GET /v2/health/ready`. The model name is looked up in the model store's
+manifest to find its `TargetModel`; the request goes to the endpoint in
+Triton's binary protocol and comes back as KServe v2 JSON.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .binary import TensorError, decode_response, encode_request
+from .logs import get_logger
+from .manifest import ManifestCache, ManifestError
+
+log = get_logger()
+JSON_HEADERS = {"content-type": "application/json"}
+
+
+@dataclass
+class Response:
+    status: int
+    body: dict[str, Any]
+
+    def to_api_gateway(self) -> dict[str, Any]:
+        return {
+            "statusCode": self.status,
+            "headers": dict(JSON_HEADERS),
+            "body": json.dumps(self.body, separators=(",", ":")),
+            "isBase64Encoded": False,
+        }
+
+
+def _error(status: int, message: str) -> Response:
+    return Response(status, {"error": message})
+
+
+class FrontDoor:
+    """Routes v2 requests to one SageMaker endpoint. Clients are injected (boto3 or stand-ins)."""
+
+    def __init__(
+        self, *, runtime: Any, sagemaker: Any, manifest: ManifestCache, endpoint_name: str
+    ) -> None:
+        self._runtime = runtime
+        self._sagemaker = sagemaker
+        self._manifest = manifest
+        self._endpoint_name = endpoint_name
+
+    def handle(self, event: dict[str, Any]) -> dict[str, Any]:
+        started = time.perf_counter()
+        route = event.get("routeKey", "")
+        model = (event.get("pathParameters") or {}).get("model", "")
+        try:
+            response = self._route(route, model, event)
+        except ManifestError as exc:
+            log.error("manifest unavailable", extra={"route": route, "error": str(exc)})
+            response = _error(503, "the model store's manifest cannot be read")
+        log.info(
+            "request",
+            extra={
+                "route": route,
+                "model": model or None,
+                "status": response.status,
+                "latency_ms": round((time.perf_counter() - started) * 1000, 3),
+                "request_id": (event.get("requestContext") or {}).get("requestId"),
+            },
+        )
+        return response.to_api_gateway()
+
+    def _route(self, route: str, model: str, event: dict[str, Any]) -> Response:
+        if route == "GET /v2/health/ready":
+            return self.ready()
+        if route == "GET /v2/models/{model}":
+            return self.metadata(model)
+        if route == "POST /v2/models/{model}/infer":
+            return self.infer(model, _body(event))
+        return _error(404, f"no route {route!r}")
+
+    def ready(self) -> Response:
+        try:
+            status = self._sagemaker.describe_endpoint(EndpointName=self._endpoint_name)
+        except Exception as exc:  # any botocore failure means "not ready"
+            log.warning("describe_endpoint failed", extra={"error": str(exc)})
+            return _error(503, f"endpoint {self._endpoint_name} cannot be described")
+        state = status.get("EndpointStatus")
+        if state != "InService":
+            return _error(503, f"endpoint {self._endpoint_name} is {state}")
+        return Response(200, {})
+
+    def metadata(self, model: str) -> Response:
+        entry = self._manifest.model(model)
+        if entry is None:
+            return _error(404, f"unknown model {model!r}")
+        batch = [-1] if entry.get("max_batch_size", 0) > 0 else []
+
+        def tensors(key: str) -> list[dict[str, Any]]:
+            return [
+                {"name": t["name"], "datatype": t["datatype"], "shape": batch + list(t["shape"])}
+                for t in entry.get(key, [])
+            ]
+
+        return Response(
+            200,
+            {
+                "name": model,
+                "versions": [],
+                "platform": entry.get("platform") or entry.get("backend", ""),
+                "inputs": tensors("inputs"),
+                "outputs": tensors("outputs"),
+            },
+        )
+
+    def infer(self, model: str, body: bytes) -> Response:
+        entry = self._manifest.model(model)
+        if entry is None:
+            return _error(404, f"unknown model {model!r}")
+        try:
+            request = json.loads(body)
+            if not isinstance(request, dict):
+                raise TensorError("the request body must be a JSON object")
+            payload, content_type = encode_request(request)
+        except (ValueError, TensorError) as exc:
+            return _error(400, str(exc))
+        try:
+            result = self._runtime.invoke_endpoint(
+                EndpointName=self._endpoint_name,
+                TargetModel=entry["target_model"],
+                ContentType=content_type,
+                Body=payload,
+            )
+        except Exception as exc:  # botocore ClientError and transport errors
+            return _invoke_error(exc)
+        response = decode_response(result["Body"].read(), result.get("ContentType", ""))
+        response["model_name"] = model
+        return Response(200, response)
+
+
+def _body(event: dict[str, Any]) -> bytes:
+    raw = event.get("body") or ""
+    if event.get("isBase64Encoded"):
+        return base64.b64decode(raw)
+    return raw.encode("utf-8")
+
+
+def _invoke_error(exc: Exception) -> Response:
+    error = getattr(exc, "response", None)
+    if not isinstance(error, dict):
+        log.error("invoke_endpoint failed", extra={"error": str(exc)})
+        return _error(502, "the endpoint could not be reached")
+    code = error.get("Error", {}).get("Code", "")
+    if code == "ModelError":
+        # The container answered an error: pass its status and Triton's message on.
+        # botocore puts modeled error fields at the top level of the response.
+        status = int(error.get("OriginalStatusCode") or 500)
+        message = error.get("OriginalMessage") or error.get("Error", {}).get("Message", "")
+        with contextlib.suppress(ValueError, AttributeError):
+            message = json.loads(message).get("error", message)
+        return _error(status if 400 <= status < 600 else 502, str(message))
+    status = int(error.get("ResponseMetadata", {}).get("HTTPStatusCode") or 502)
+    log.warning("invoke_endpoint refused", extra={"code": code, "status": status})
+    message = error.get("Error", {}).get("Message", code)
+    return _error(status if 400 <= status < 600 else 502, f"{code}: {message}")
+
+
+_front_door: FrontDoor | None = None
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """The Lambda handler; boto3 clients are built once per execution environment."""
+    global _front_door
+    if _front_door is None:
+        import boto3
+
+        bucket, key = os.environ["MODEL_STORE_BUCKET"], os.environ["MANIFEST_KEY"]
+        endpoint_name = os.environ["ENDPOINT_NAME"]
+        _front_door = FrontDoor(
+            runtime=boto3.client("sagemaker-runtime"),
+            sagemaker=boto3.client("sagemaker"),
+            manifest=ManifestCache(
+                boto3.client("s3"),
+                bucket,
+                key,
+                ttl_s=float(os.environ.get("MANIFEST_TTL_S", "60")),
+            ),
+            endpoint_name=endpoint_name,
+        )
+    return _front_door.handle(event)

@@ -1,0 +1,199 @@
+"""KServe v2 JSON tensors ⇄ Triton's binary tensor protocol, with the standard library only.
+
+The Lambda runtime has boto3 but not numpy. Tensors are little-endian,
+row-major; BYTES elements are a 4-byte little-endian length then the bytes.
+Triton's SageMaker frontend answered JSON-only requests to python models with
+"output tensor shape does not match size of output", so requests always go
+out binary and ask for binary outputs.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+BINARY_CONTENT_TYPE = "application/vnd.sagemaker-triton.binary+json"
+HEADER_SIZE_PARAM = "json-header-size"
+
+# v2 datatype → struct format character (BF16 and BYTES are handled apart).
+_FORMATS = {
+    "BOOL": "?",
+    "UINT8": "B",
+    "UINT16": "H",
+    "UINT32": "I",
+    "UINT64": "Q",
+    "INT8": "b",
+    "INT16": "h",
+    "INT32": "i",
+    "INT64": "q",
+    "FP16": "e",
+    "FP32": "f",
+    "FP64": "d",
+}
+DATATYPES = frozenset({*_FORMATS, "BF16", "BYTES"})
+
+
+class TensorError(ValueError):
+    """A request tensor that cannot be encoded (the client's fault: HTTP 400)."""
+
+
+def _flatten(data: Any) -> Iterator[Any]:
+    if isinstance(data, list):
+        for item in data:
+            yield from _flatten(item)
+    else:
+        yield data
+
+
+def encode_tensor(name: str, datatype: str, shape: list[int], data: Any) -> bytes:
+    """Raw bytes of one v2 JSON input (`data` flat or nested, row-major)."""
+    if datatype not in DATATYPES:
+        raise TensorError(f"input {name!r}: unknown datatype {datatype!r}")
+    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise TensorError(f"input {name!r}: shape must be a list of non-negative integers")
+    values = list(_flatten(data))
+    expected = math.prod(shape)
+    if len(values) != expected:
+        raise TensorError(
+            f"input {name!r}: shape {shape} holds {expected} elements, data has {len(values)}"
+        )
+    try:
+        if datatype == "BYTES":
+            return b"".join(_encode_bytes_element(v) for v in values)
+        if datatype == "BF16":
+            return b"".join(_bf16(float(v)) for v in values)
+        if datatype == "BOOL" and not all(isinstance(v, bool) for v in values):
+            raise TensorError(f"input {name!r}: BOOL data must be true/false")
+        return struct.pack(f"<{len(values)}{_FORMATS[datatype]}", *values)
+    except (struct.error, TypeError, OverflowError) as exc:
+        raise TensorError(f"input {name!r}: data does not fit {datatype}: {exc}") from exc
+
+
+def _encode_bytes_element(value: Any) -> bytes:
+    if isinstance(value, str):
+        raw = value.encode("utf-8")
+    elif isinstance(value, bool | int | float):
+        raw = str(value).encode("utf-8")
+    else:
+        raise TypeError(f"BYTES elements must be strings, got {type(value).__name__}")
+    return struct.pack("<I", len(raw)) + raw
+
+
+def _bf16(value: float) -> bytes:
+    # Round to nearest even on the upper 16 bits of the float32 pattern.
+    (bits,) = struct.unpack("<I", struct.pack("<f", value))
+    if math.isnan(value):
+        return struct.pack("<H", 0x7FC0)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return struct.pack("<H", rounded & 0xFFFF)
+
+
+def decode_tensor(datatype: str, shape: list[int], raw: bytes) -> tuple[list[Any], str | None]:
+    """Flat v2 JSON data for raw bytes; the second item names an encoding if not plain."""
+    count = math.prod(shape)
+    if datatype == "BYTES":
+        return _decode_bytes(raw, count)
+    if datatype == "BF16":
+        halves = struct.unpack(f"<{len(raw) // 2}H", raw)
+        return [struct.unpack("<f", struct.pack("<I", h << 16))[0] for h in halves], None
+    if datatype not in _FORMATS:
+        raise ValueError(f"unknown datatype {datatype!r} in the endpoint's response")
+    values = list(struct.unpack(f"<{count}{_FORMATS[datatype]}", raw))
+    if datatype in {"FP16", "FP32", "FP64"}:
+        # JSON has no NaN/Infinity; KServe v2 clients expect strings for them.
+        values = [v if math.isfinite(v) else str(v) for v in values]
+    return values, None
+
+
+def _decode_bytes(raw: bytes, count: int) -> tuple[list[Any], str | None]:
+    elements: list[bytes] = []
+    offset = 0
+    while offset < len(raw):
+        (length,) = struct.unpack_from("<I", raw, offset)
+        offset += 4
+        elements.append(raw[offset : offset + length])
+        offset += length
+    if len(elements) != count:
+        raise ValueError(f"BYTES output holds {len(elements)} elements, shape says {count}")
+    try:
+        return [e.decode("utf-8") for e in elements], None
+    except UnicodeDecodeError:
+        return [base64.b64encode(e).decode("ascii") for e in elements], "base64"
+
+
+def encode_request(request: dict[str, Any]) -> tuple[bytes, str]:
+    """A v2 JSON inference request → (binary body, content type)."""
+    inputs = request.get("inputs")
+    if not isinstance(inputs, list) or not inputs:
+        raise TensorError("request needs a non-empty 'inputs' list")
+    header_inputs: list[dict[str, Any]] = []
+    chunks: list[bytes] = []
+    for index, tensor in enumerate(inputs):
+        if not isinstance(tensor, dict):
+            raise TensorError(f"inputs[{index}] must be an object")
+        name, datatype, shape = tensor.get("name"), tensor.get("datatype"), tensor.get("shape")
+        if not isinstance(name, str) or not isinstance(datatype, str) or "data" not in tensor:
+            raise TensorError(f"inputs[{index}] needs 'name', 'datatype', 'shape' and 'data'")
+        raw = encode_tensor(name, datatype, shape, tensor["data"])  # type: ignore[arg-type]
+        parameters = dict(tensor.get("parameters") or {})
+        parameters["binary_data_size"] = len(raw)
+        header_inputs.append(
+            {"name": name, "datatype": datatype, "shape": shape, "parameters": parameters}
+        )
+        chunks.append(raw)
+    header: dict[str, Any] = {"inputs": header_inputs}
+    if "id" in request:
+        header["id"] = request["id"]
+    parameters = dict(request.get("parameters") or {})
+    outputs = request.get("outputs")
+    if outputs:
+        header["outputs"] = [
+            {
+                "name": out["name"],
+                "parameters": {**(out.get("parameters") or {}), "binary_data": True},
+            }
+            for out in outputs
+        ]
+    else:
+        parameters["binary_data_output"] = True
+    header["parameters"] = parameters
+    header_bytes = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    content_type = f"{BINARY_CONTENT_TYPE};{HEADER_SIZE_PARAM}={len(header_bytes)}"
+    return header_bytes + b"".join(chunks), content_type
+
+
+def decode_response(body: bytes, content_type: str) -> dict[str, Any]:
+    """The endpoint's response (binary or JSON) → a v2 JSON response."""
+    header_size = _header_size(content_type)
+    header_bytes = body if header_size is None else body[:header_size]
+    response: dict[str, Any] = json.loads(header_bytes)
+    offset = len(header_bytes)
+    for output in response.get("outputs", []):
+        parameters = output.get("parameters") or {}
+        size = parameters.pop("binary_data_size", None)
+        if size is None:
+            continue
+        data, encoding = decode_tensor(
+            output["datatype"], output["shape"], body[offset : offset + size]
+        )
+        offset += size
+        output["data"] = data
+        if encoding is not None:
+            parameters["content_encoding"] = encoding
+        if parameters:
+            output["parameters"] = parameters
+        else:
+            output.pop("parameters", None)
+    return response
+
+
+def _header_size(content_type: str) -> int | None:
+    for part in content_type.split(";")[1:]:
+        key, _, value = part.strip().partition("=")
+        if key == HEADER_SIZE_PARAM and value.isdigit():
+            return int(value)
+    return None
