@@ -289,6 +289,19 @@ class Stacks:
             raise
         return "updated"
 
+    def template(self, name: str) -> dict[str, Any] | None:
+        """The stack's current template (None: no stack)."""
+        if self.describe(name) is None:
+            return None
+        with aws_call("cloudformation:GetTemplate", where=f"stack {name}"):
+            body: Any = self._cfn.get_template(StackName=name)["TemplateBody"]
+        if isinstance(body, str):
+            try:
+                body = json.loads(body)
+            except ValueError:
+                return {"_unparsed": body}
+        return dict(body)
+
     def physical_ids(self, name: str, resource_type: str) -> list[str]:
         """Physical ids of the stack's resources of one type (names, or ARNs)."""
         found: list[str] = []

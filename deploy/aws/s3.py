@@ -150,13 +150,26 @@ class ModelStore:
                     fix="check the bucket policy and re-run",
                 )
 
-    def empty(self) -> int:
-        """Delete every object and open multipart upload; returns objects deleted."""
-        keys = [item.key for item in self.objects()]
-        self.delete(keys)
+    def purge(self) -> int:
+        """Delete every object version, delete marker and open upload, then the
+        bucket itself; returns the number of versions deleted."""
         for key, upload_id in self.open_uploads():
             self.abort_upload(key, upload_id)
-        return len(keys)
+        versions: list[dict[str, str]] = []
+        with aws_call("s3:ListObjectVersions", where=self._where()):
+            paginator = self._s3.get_paginator("list_object_versions")
+            for page in paginator.paginate(Bucket=self.bucket):
+                for item in [*page.get("Versions", []), *page.get("DeleteMarkers", [])]:
+                    versions.append({"Key": item["Key"], "VersionId": item["VersionId"]})
+        for start in range(0, len(versions), 1000):
+            with aws_call("s3:DeleteObjects", where=self._where()):
+                self._s3.delete_objects(
+                    Bucket=self.bucket,
+                    Delete={"Objects": versions[start : start + 1000], "Quiet": True},  # type: ignore[typeddict-item]
+                )
+        with aws_call("s3:DeleteBucket", where=self._where()):
+            self._s3.delete_bucket(Bucket=self.bucket)
+        return len(versions)
 
     def open_uploads(self, key: str | None = None) -> list[tuple[str, str]]:
         """(key, upload id) of multipart uploads not yet completed, oldest first."""

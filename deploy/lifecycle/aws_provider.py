@@ -1,0 +1,546 @@
+"""The AWS provider: model store in S3, stacks through CloudFormation, SageMaker.
+
+Provisioning deploys the CDK app's synthesized templates with CloudFormation
+(CreateStack/UpdateStack), against AWS and against the moto server alike
+(the CDK CLI cannot deploy to moto). Stacks go in dependency order; the
+model store stack comes first because archives are uploaded before the
+endpoint is touched.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from deploy.aws.autoscaling import AutoScaling
+from deploy.aws.cloudformation import StackEvent, Stacks
+from deploy.aws.cloudwatch import CloudWatch
+from deploy.aws.s3 import DEFAULT_PART_SIZE, ModelStore
+from deploy.aws.sagemaker import EndpointState, SageMaker
+from deploy.aws.session import AwsCallError, AwsSession
+from deploy.config import DeploySettings
+from deploy.errors import AwsError, DeployError
+from deploy.lifecycle.plan import (
+    InfraSpec,
+    ModelChange,
+    diff_infra,
+    manifest_entries,
+    superseded_archives,
+)
+from deploy.lifecycle.provider import DataPlane, EndpointView, InfraPlan, Reporter, UploadOutcome
+from deploy.lifecycle.templates import Synthesizer, stack_name, stage_templates
+
+MANIFEST_KEY = "manifest.json"
+ENDPOINT_TYPE = "AWS::SageMaker::Endpoint"
+
+
+class RolloutFailedError(AwsError):
+    """A stack update failed; the previous configuration keeps serving."""
+
+
+@dataclass(frozen=True)
+class StoreLocation:
+    bucket: str
+    prefix: str
+
+
+class AwsProvider:
+    name = "aws"
+
+    def __init__(
+        self,
+        settings: DeploySettings,
+        *,
+        session: AwsSession | None = None,
+        template_cache: Path | None = None,
+        synthesize: Synthesizer | None = None,
+        smoke_endpoint_url: str | None = None,
+        smoke_endpoint_name: str | None = None,
+        part_size: int = DEFAULT_PART_SIZE,
+        upload_workers: int = 4,
+        poll_s: float = 5.0,
+        sleep: Callable[[float], None] = time.sleep,
+        before_part: Callable[[str, int], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.session = session or AwsSession(settings.region)
+        self.stacks = Stacks(self.session, sleep=sleep)
+        self.sagemaker = SageMaker(self.session)
+        self.autoscaling = AutoScaling(self.session)
+        self.cloudwatch = CloudWatch(self.session)
+        self._template_cache = template_cache or Path("build/templates")
+        self._synthesize = synthesize
+        self._templates: dict[str, dict[str, Any]] | None = None
+        self._smoke_url = smoke_endpoint_url
+        self._smoke_name = smoke_endpoint_name
+        self._part_size = part_size
+        self._workers = upload_workers
+        self._poll_s = poll_s
+        self._sleep = sleep
+        self._before_part = before_part
+
+    # -- names and locations ----------------------------------------------------------
+
+    def stack(self, component: str) -> str:
+        return stack_name(self.settings, component)
+
+    def templates(self) -> dict[str, dict[str, Any]]:
+        if self._templates is None:
+            self._templates = stage_templates(
+                self.settings, cache_dir=self._template_cache, synthesize=self._synthesize
+            )
+        return self._templates
+
+    def store_location(self) -> StoreLocation | None:
+        state = self.stacks.describe(self.stack("model-store"))
+        if state is None or "ModelBucket" not in state.outputs:
+            return None
+        prefix = state.outputs.get("ModelPrefix", self.settings.infra.model_prefix)
+        return StoreLocation(state.outputs["ModelBucket"], prefix)
+
+    def _store(self) -> tuple[ModelStore, str] | None:
+        location = self.store_location()
+        if location is None:
+            return None
+        return ModelStore(self.session, location.bucket), location.prefix
+
+    def endpoint_name(self) -> str | None:
+        """The endpoint the stage's stack owns (its physical id), None before it exists."""
+        name = self.stack("endpoint")
+        if self.stacks.describe(name) is None:
+            return None
+        ids = self.stacks.physical_ids(name, ENDPOINT_TYPE)
+        if not ids:
+            return None
+        return ids[0].rsplit("/", 1)[-1] if ids[0].startswith("arn:") else ids[0]
+
+    def endpoint_state(self) -> EndpointState | None:
+        name = self.endpoint_name()
+        return self.sagemaker.endpoint(name) if name else None
+
+    # -- planning -----------------------------------------------------------------------
+
+    def published_manifest(self) -> dict[str, Any] | None:
+        import json
+
+        found = self._store()
+        if found is None:
+            return None
+        store, prefix = found
+        data = store.get_bytes(prefix + MANIFEST_KEY)
+        if data is None:
+            return None
+        try:
+            document: dict[str, Any] = json.loads(data)
+        except ValueError as exc:
+            raise AwsError(
+                f"the published manifest is not JSON: {exc}",
+                where=f"s3://{store.bucket}/{prefix}{MANIFEST_KEY}",
+                fix="re-run `deploy up` to publish a fresh manifest",
+            ) from exc
+        return document
+
+    def stored_sha256(self, target_models: Iterable[str]) -> dict[str, str | None]:
+        names = list(target_models)
+        found = self._store()
+        if found is None:
+            return dict.fromkeys(names)
+        store, prefix = found
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            heads = list(pool.map(lambda name: store.head(prefix + name), names))
+        return {
+            name: head.sha256 if head else None for name, head in zip(names, heads, strict=True)
+        }
+
+    def current_infra(self) -> InfraSpec | None:
+        state = self.endpoint_state()
+        if state is None or not state.variants:
+            return None
+        variant = state.variants[0]
+        bounds = self._bounds(state.name, variant.name)
+        config = self.sagemaker.endpoint_config(state.config_name)
+        initial = config.variants[0].desired_count if config and config.variants else 0
+        return InfraSpec(
+            instance_type=variant.instance_type,
+            initial_instance_count=initial,
+            min_instance_count=bounds.min_capacity if bounds else initial,
+            max_instance_count=bounds.max_capacity if bounds else initial,
+        )
+
+    def _bounds(self, endpoint: str, variant: str) -> Any:
+        # The scalable target names the endpoint as the template asks for it; an
+        # emulator may have generated a different physical name.
+        return self.autoscaling.bounds(endpoint, variant) or self.autoscaling.bounds(
+            self.settings.endpoint_name, variant
+        )
+
+    def plan_infra(self, desired: InfraSpec) -> InfraPlan:
+        resources: list[dict[str, str]] = []
+        missing = False
+        for name, template in self.templates().items():
+            current = self.stacks.template(name)
+            if current is None:
+                action = "create"
+                missing = True
+            elif _normal(current) != _normal(template):
+                action = "update"
+            else:
+                action = "unchanged"
+            resources.append({"stack": name, "action": action})
+        current_spec = self.current_infra()
+        changes = diff_infra(current_spec, desired)
+        if missing:
+            overall = "create"
+        elif changes or any(item["action"] == "update" for item in resources):
+            overall = "update"
+        else:
+            overall = "none"
+        return InfraPlan(
+            action=overall,  # type: ignore[arg-type]
+            current=current_spec,
+            changes=changes,
+            resources=tuple(resources),
+        )
+
+    # -- upload -------------------------------------------------------------------------
+
+    def ensure_store(self, reporter: Reporter) -> tuple[ModelStore, str]:
+        found = self._store()
+        if found is not None:
+            return found
+        name = self.stack("model-store")
+        self._deploy_stack(name, self.templates()[name], reporter)
+        found = self._store()
+        if found is None:
+            raise AwsError(
+                "the model store stack has no ModelBucket output",
+                where=f"stack {name}",
+                fix="check the stack's outputs in the CloudFormation console",
+            )
+        return found
+
+    def upload(
+        self, package_dir: Path, changes: Sequence[ModelChange], reporter: Reporter
+    ) -> list[UploadOutcome]:
+        store, prefix = self.ensure_store(reporter)
+        reporter.upload_started(len(changes), sum(change.bytes for change in changes))
+
+        def send(change: ModelChange) -> UploadOutcome:
+            hook = self._before_part
+            result = store.upload_file(
+                prefix + change.target_model,
+                package_dir / change.target_model,
+                change.sha256,
+                part_size=self._part_size,
+                workers=self._workers,
+                progress=reporter.uploaded,
+                before_part=(lambda number: hook(change.target_model, number)) if hook else None,
+            )
+            return UploadOutcome(
+                change.target_model,
+                result.bytes_sent,
+                result.parts_sent,
+                result.parts_reused,
+                result.resumed,
+            )
+
+        try:
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                return list(pool.map(send, changes))
+        except KeyboardInterrupt:
+            _say(
+                "upload interrupted: nothing incomplete is visible in the store and the "
+                "manifest was not switched; re-run `deploy up` to resume the upload"
+            )
+            raise
+        finally:
+            reporter.upload_finished()
+
+    # -- provision and wait -------------------------------------------------------------
+
+    def provision(self, infra: InfraPlan, desired: InfraSpec, reporter: Reporter) -> None:
+        before = self.endpoint_state()
+        try:
+            for name, template in self.templates().items():
+                self._deploy_stack(name, template, reporter, before=before)
+        except KeyboardInterrupt:
+            _say(
+                "interrupted: CloudFormation carries on with the running update (and rolls "
+                "it back by itself if it fails); the manifest was not switched. Follow it "
+                f"with `deploy status --stage {self.settings.stage}` and re-run `deploy up` "
+                "to resume"
+            )
+            raise
+        finally:
+            reporter.rollout_finished()
+
+    def _deploy_stack(
+        self,
+        name: str,
+        template: dict[str, Any],
+        reporter: Reporter,
+        *,
+        before: EndpointState | None = None,
+    ) -> None:
+        current = self.stacks.template(name)
+        if current is not None and _normal(current) == _normal(template):
+            state = self.stacks.describe(name)
+            if state is not None and not state.in_progress and not state.failed:
+                return
+        started = time.time()
+        try:
+            outcome = self.stacks.deploy(name, template, tags={"deploy:stage": self.settings.stage})
+        except AwsCallError as exc:
+            raise self._rollout_failed(name, exc.message, before) from exc
+        if outcome == "unchanged":
+            return
+        self._wait_stack(name, reporter, since=started, before=before)
+
+    def _wait_stack(
+        self,
+        name: str,
+        reporter: Reporter,
+        *,
+        since: float,
+        before: EndpointState | None,
+        timeout_s: float = 3600.0,
+    ) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            state = self.stacks.describe(name)
+            events = [e for e in self.stacks.events(name) if e.timestamp.timestamp() >= since - 1]
+            endpoint = self.endpoint_state() if name == self.stack("endpoint") else None
+            reporter.rollout(
+                name,
+                state.status if state else "DELETED",
+                endpoint.status if endpoint else "",
+                [_event_line(e) for e in events],
+            )
+            if state is None:
+                raise AwsError(
+                    "the stack disappeared while deploying",
+                    where=f"stack {name}",
+                    fix="re-run `deploy up`",
+                )
+            if not state.in_progress:
+                if state.failed:
+                    raise self._rollout_failed(name, failure_reason(events, state.reason), before)
+                return
+            if time.monotonic() > deadline:
+                raise AwsError(
+                    f"still {state.status} after {timeout_s:.0f} s",
+                    where=f"stack {name}",
+                    fix="CloudFormation carries on; follow it with `deploy status` and re-run "
+                    "`deploy up` once it settles",
+                )
+            self._sleep(self._poll_s)
+
+    def _rollout_failed(
+        self, stack: str, reason: str, before: EndpointState | None
+    ) -> RolloutFailedError:
+        now = None
+        try:
+            now = self.endpoint_state()
+        except DeployError:
+            now = None
+        serving = now or before
+        if serving is not None:
+            variant = serving.variants[0] if serving.variants else None
+            detail = (
+                f"endpoint {serving.name} still serves endpoint config {serving.config_name}"
+                + (f" ({variant.instance_type} x{variant.current_count})" if variant else "")
+                + f", status {serving.status}"
+            )
+        else:
+            detail = "no endpoint was serving before this rollout"
+        if len(reason) > 500:
+            reason = reason[:500] + "…"
+        return RolloutFailedError(
+            f"rollout failed: {reason}. {detail}; the manifest was not switched",
+            where=f"stack {stack}",
+            fix="correct the setting the reason names (e.g. --instance) and re-run `deploy up`",
+        )
+
+    def wait(self, *, timeout_s: float, reporter: Reporter) -> EndpointView:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            state = self.endpoint_state()
+            if state is None:
+                raise AwsError(
+                    "the endpoint stack holds no endpoint",
+                    where=f"stack {self.stack('endpoint')}",
+                    fix="re-run `deploy up`",
+                )
+            if state.status == "Failed":
+                raise RolloutFailedError(
+                    f"endpoint failed: {state.failure_reason}",
+                    where=f"endpoint {state.name}",
+                    fix="fix the reason above and re-run `deploy up`",
+                )
+            if state.in_service:
+                variant = state.variants[0] if state.variants else None
+                return EndpointView(
+                    name=state.name,
+                    status=state.status,
+                    config_name=state.config_name,
+                    instance_type=variant.instance_type if variant else "",
+                    instance_count=variant.current_count if variant else 0,
+                )
+            if time.monotonic() > deadline:
+                raise AwsError(
+                    f"endpoint still {state.status} after {timeout_s:.0f} s",
+                    where=f"endpoint {state.name}",
+                    fix="SageMaker carries on; re-run `deploy up` (or `deploy status`) later",
+                )
+            reporter.rollout(self.stack("endpoint"), "UPDATE_COMPLETE", state.status, [])
+            self._sleep(self._poll_s)
+
+    # -- smoke and publish --------------------------------------------------------------
+
+    def data_plane(self) -> DataPlane:
+        name = self._smoke_name or self.endpoint_name() or self.settings.endpoint_name
+        return DataPlane(name, self.settings.region, self._smoke_url)
+
+    def publish_manifest(self, document: bytes) -> None:
+        found = self._store()
+        if found is None:
+            raise AwsError(
+                "no model store to publish the manifest to",
+                where=f"stack {self.stack('model-store')}",
+                fix="re-run `deploy up`",
+            )
+        store, prefix = found
+        store.put_bytes(prefix + MANIFEST_KEY, document, content_type="application/json")
+
+    # -- status, down, prune --------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        stacks = {}
+        for component in ("network", "model-store", "endpoint", "api"):
+            stack_state = self.stacks.describe(self.stack(component))
+            if stack_state is not None:
+                stacks[stack_state.name] = stack_state.status
+        result: dict[str, Any] = {
+            "stage": self.settings.stage,
+            "region": self.settings.region,
+            "stacks": stacks,
+            "endpoint": None,
+            "scaling": None,
+            "models": {},
+            "metrics": None,
+        }
+        location = self.store_location()
+        if location is not None:
+            result["model_store"] = f"s3://{location.bucket}/{location.prefix}"
+        manifest = self.published_manifest()
+        result["models"] = {
+            name: entry.target_model
+            for name, entry in manifest_entries(manifest, where="published manifest").items()
+        }
+        state = self.endpoint_state()
+        if state is not None:
+            variant = state.variants[0] if state.variants else None
+            result["endpoint"] = {
+                "name": state.name,
+                "status": state.status,
+                "config": state.config_name,
+                "variant": variant.name if variant else None,
+                "instance_type": variant.instance_type if variant else None,
+                "instance_count": variant.current_count if variant else 0,
+                "failure_reason": state.failure_reason,
+            }
+            if variant is not None:
+                bounds = self._bounds(state.name, variant.name)
+                if bounds is not None:
+                    result["scaling"] = {
+                        "min": bounds.min_capacity,
+                        "max": bounds.max_capacity,
+                        "policies": list(bounds.policies),
+                    }
+                health = self.cloudwatch.variant_health(state.name, variant.name)
+                result["metrics"] = {
+                    "window_minutes": health.window_minutes,
+                    "invocations": health.invocations,
+                    "errors_5xx": health.errors_5xx,
+                    "model_latency_avg_ms": health.model_latency_avg_ms,
+                    "model_latency_max_ms": health.model_latency_max_ms,
+                }
+        return result
+
+    def down(self, *, purge: bool, timeout_s: float = 3600.0) -> dict[str, Any]:
+        """Delete the endpoint (and API, network) stacks; the model store only with purge."""
+        removed: list[str] = []
+        components = ["api", "endpoint", "network"] + (["model-store"] if purge else [])
+        location = self.store_location() if purge else None
+        for component in components:
+            name = self.stack(component)
+            if self.stacks.describe(name) is None:
+                continue
+            if component == "model-store" and location is not None:
+                # The bucket is retained by the stack: empty and delete it first.
+                ModelStore(self.session, location.bucket).purge()
+            self.stacks.delete(name)
+            self.stacks.wait_deleted(name, timeout_s=timeout_s)
+            removed.append(name)
+        kept = None if purge or location is not None else self.store_location()
+        return {
+            "stage": self.settings.stage,
+            "removed_stacks": removed,
+            "model_store_kept": (f"s3://{kept.bucket}/{kept.prefix}" if kept else None),
+            "purged": purge,
+        }
+
+    def prune(self, *, keep: int, dry_run: bool = False) -> dict[str, Any]:
+        found = self._store()
+        if found is None:
+            return {"deleted": [], "kept_referenced": [], "bytes_freed": 0}
+        store, prefix = found
+        manifest = self.published_manifest()
+        referenced = {
+            entry.target_model
+            for entry in manifest_entries(manifest, where="published manifest").values()
+        }
+        objects = sorted(
+            (item for item in store.objects(prefix) if item.key != prefix + MANIFEST_KEY),
+            key=lambda item: (item.last_modified is None, item.last_modified, item.key),
+        )
+        names = [item.key[len(prefix) :] for item in objects]
+        doomed = superseded_archives(names, referenced, keep=keep)
+        sizes = {item.key[len(prefix) :]: item.size for item in objects}
+        if doomed and not dry_run:
+            store.delete([prefix + name for name in doomed])
+        return {
+            "deleted": doomed,
+            "kept_referenced": sorted(referenced),
+            "bytes_freed": sum(sizes[name] for name in doomed),
+            "dry_run": dry_run,
+        }
+
+
+def failure_reason(events: Sequence[StackEvent], fallback: str) -> str:
+    """The first failure CloudFormation recorded (events arrive newest first)."""
+    for event in reversed(list(events)):
+        if event.status.endswith("_FAILED") and event.reason:
+            return f"{event.logical_id} ({event.resource_type}): {event.reason}"
+    return fallback or "no reason recorded"
+
+
+def _event_line(event: StackEvent) -> str:
+    reason = f" - {event.reason}" if event.reason else ""
+    return f"{event.timestamp:%H:%M:%S} {event.logical_id} {event.status}{reason}"
+
+
+def _normal(template: dict[str, Any]) -> str:
+    import json
+
+    return json.dumps(template, sort_keys=True, separators=(",", ":"))
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()

@@ -1,0 +1,148 @@
+"""Synthesized CloudFormation templates for a stage: cached, and made rollout-safe.
+
+Synthesizing the CDK app takes seconds; templates are cached under
+`build/templates/<key>/`, keyed by the settings and the infra sources.
+
+`pin_endpoint_configs` gives every `AWS::SageMaker::EndpointConfig` a logical
+id derived from its properties. A new instance type or count then appears to
+CloudFormation as a new config resource beside the old one: it creates the
+new config, switches the endpoint (SageMaker's blue/green deployment with
+auto-rollback, from the template's DeploymentConfig), and deletes the old
+config only in the cleanup phase, after the endpoint update succeeded. (It
+also spares emulators that cannot replace a config in place.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from deploy.config import DeploySettings
+from deploy.errors import ConfigError
+
+COMPONENTS = ("network", "model-store", "endpoint", "api")
+
+Synthesizer = Callable[[DeploySettings, Path], dict[str, Path]]
+
+
+def stack_name(settings: DeploySettings, component: str) -> str:
+    """Same naming as `infra.synth.stack_name`: `<endpoint>-<stage>-<component>`."""
+    return f"{settings.endpoint_name}-{settings.stage}-{component}"
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The folder holding cdk.json (the CDK app's root), searched upwards from cwd."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "cdk.json").is_file():
+            return folder
+    raise ConfigError(
+        "no cdk.json in this folder or above it",
+        where=str(here),
+        fix="run `deploy up` from the project (the folder with cdk.json and infra/)",
+    )
+
+
+def _cdk_synthesize(settings: DeploySettings, outdir: Path) -> dict[str, Path]:
+    import sys
+
+    root = str(project_root())
+    if root not in sys.path:
+        # The console script does not put the working directory on sys.path.
+        sys.path.insert(0, root)
+    try:
+        from infra.synth import synthesize
+    except ModuleNotFoundError as exc:
+        raise ConfigError(
+            f"the CDK app is not importable ({exc.name})",
+            where="infra/",
+            fix="run deploy from the project root with `make install` done",
+        ) from exc
+    # cdk-nag runs in `make test`; provisioning needs the templates only.
+    return synthesize(settings, outdir, nag=False)
+
+
+def _root_or_cwd() -> Path:
+    try:
+        return project_root()
+    except ConfigError:
+        return Path.cwd()
+
+
+def _infra_fingerprint(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(
+        [*root.glob("infra/**/*.py"), root / "cdk.json", *root.glob("handlers/**/*")]
+    ):
+        if path.is_file():
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def stage_templates(
+    settings: DeploySettings,
+    *,
+    cache_dir: Path,
+    synthesize: Synthesizer | None = None,
+    root_dir: Path | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Stack name → template (rollout-safe), in deployment order."""
+    root = root_dir or _root_or_cwd()
+    key = hashlib.sha256(
+        (settings.model_dump_json() + _infra_fingerprint(root)).encode()
+    ).hexdigest()[:20]
+    folder = cache_dir / key
+    index = folder / "stacks.json"
+    if index.is_file():
+        order = json.loads(index.read_text(encoding="utf-8"))
+    else:
+        produced = (synthesize or _cdk_synthesize)(settings, folder / "cdk.out")
+        order = {name: str(path) for name, path in produced.items()}
+        index.write_text(json.dumps(order), encoding="utf-8")
+    return {
+        name: pin_endpoint_configs(json.loads(Path(path).read_text(encoding="utf-8")))
+        for name, path in order.items()
+    }
+
+
+def pin_endpoint_configs(template: dict[str, Any]) -> dict[str, Any]:
+    resources: dict[str, Any] = template.get("Resources", {})
+    renames: dict[str, str] = {}
+    for logical_id, resource in resources.items():
+        if resource.get("Type") == "AWS::SageMaker::EndpointConfig":
+            properties = json.dumps(resource.get("Properties", {}), sort_keys=True)
+            digest = hashlib.sha256(properties.encode()).hexdigest()[:8].upper()
+            renames[logical_id] = f"{logical_id}{digest}"
+    if not renames:
+        return template
+    renamed = {renames.get(key, key): value for key, value in resources.items()}
+    result: dict[str, Any] = _rewrite({**template, "Resources": renamed}, renames)
+    return result
+
+
+def _rewrite(node: Any, renames: dict[str, str]) -> Any:
+    if isinstance(node, list):
+        return [_rewrite(item, renames) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "Ref" and isinstance(value, str):
+            out[key] = renames.get(value, value)
+        elif key == "Fn::GetAtt" and isinstance(value, list) and value:
+            out[key] = [renames.get(value[0], value[0]), *_rewrite(value[1:], renames)]
+        elif key == "Fn::GetAtt" and isinstance(value, str):
+            head, _, attribute = value.partition(".")
+            out[key] = f"{renames.get(head, head)}.{attribute}"
+        elif key == "DependsOn":
+            if isinstance(value, str):
+                out[key] = renames.get(value, value)
+            else:
+                out[key] = [renames.get(item, item) for item in value]
+        else:
+            out[key] = _rewrite(value, renames)
+    return out
