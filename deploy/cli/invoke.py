@@ -10,7 +10,6 @@ BYTES, true/false BOOL). Outputs: `.npz` or `.json` (same v2 form); without
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -45,10 +44,15 @@ def invoke(
         Path | None, typer.Option("--output", "-o", help="Write outputs to .npz or .json.")
     ] = None,
     endpoint: Annotated[
-        str | None, typer.Option("--endpoint", help="SageMaker endpoint name.")
+        str | None,
+        typer.Option("--endpoint", help="Endpoint name (default: settings; 'local' with --local)."),
     ] = None,
     local: Annotated[
-        bool, typer.Option("--local", help=f"Call the local endpoint ({LOCAL_URL}).")
+        bool,
+        typer.Option(
+            "--local",
+            help=f"Call the local endpoint (`deploy up --local`'s, else {LOCAL_URL}).",
+        ),
     ] = False,
     manifest: Annotated[
         str | None,
@@ -98,16 +102,22 @@ def invoke(
 def _target(
     endpoint: str | None, local: bool, endpoint_url: str | None, manifest: str | None
 ) -> tuple[str, str | None, str | None]:
-    if endpoint is not None and local:
-        raise InvokeError("pass either --endpoint NAME or --local, not both", where="--local")
-    if local:
-        default_manifest = os.environ.get("DEPLOY_PACKAGE_DIR", "build/models")
-        return LOCAL_ENDPOINT, endpoint_url or LOCAL_URL, manifest or default_manifest
-    if endpoint is None:
-        from deploy.config import load_settings
+    """Endpoint name, runtime URL and manifest location for the call."""
+    from deploy.config import load_settings
 
-        endpoint = load_settings().endpoint_name
-    return endpoint, endpoint_url, manifest
+    if not local:
+        return endpoint or load_settings().endpoint_name, endpoint_url, manifest
+    from deploy.local.provider import LocalProvider
+
+    name = endpoint or LOCAL_ENDPOINT
+    provider = LocalProvider(name)
+    state = provider.state()
+    if state is not None:  # started by `deploy up --local`
+        store_manifest = provider.store_dir / "manifest.json"
+        return name, endpoint_url or state.url, manifest or str(store_manifest)
+    # `deploy serve` in another shell: its default port, the packaged store's manifest.
+    package_manifest = load_settings().package_dir / "manifest.json"
+    return name, endpoint_url or LOCAL_URL, manifest or str(package_manifest)
 
 
 def run_invoke(
