@@ -1,29 +1,26 @@
-"""`deploy up`, `deploy status`, `deploy down`: an endpoint's lifecycle.
+"""`deploy up`, `deploy status`, `deploy down`, `deploy prune`: an endpoint's lifecycle.
 
-`--local` runs the endpoint on this machine (`deploy.local.provider`); the
+`--local` runs the endpoint on this machine (`deploy.local.provider`);
+without it the stage goes to AWS (`deploy.lifecycle.aws_provider`). The
 stages are the same for every provider (`deploy.lifecycle.up`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from deploy.errors import ConfigError
-
-_LOCAL_ONLY = ConfigError(
-    "this command needs --local here",
-    where="deploy up/status/down",
-    fix="pass --local to run the endpoint on this machine",
-)
+if TYPE_CHECKING:
+    from deploy.lifecycle.aws_provider import AwsProvider
 
 
 def register(app: typer.Typer) -> None:
     app.command("up")(up)
     app.command("status")(status)
     app.command("down")(down)
+    app.command("prune")(prune)
 
 
 def up(
@@ -34,14 +31,48 @@ def up(
     package_dir: Annotated[
         Path | None, typer.Option("--package-dir", help="Package output.")
     ] = None,
-    endpoint_name: str = typer.Option("local", "--endpoint-name", help="Local endpoint name."),
+    endpoint_name: str | None = typer.Option(
+        None, "--endpoint-name", help="Endpoint name (local: 'local'; AWS: from settings)."
+    ),
     port: int | None = typer.Option(None, "--port", help="Local front-end port."),
     skip_smoke: bool = typer.Option(False, "--skip-smoke", help="Do not smoke-test models."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    stage: str | None = typer.Option(None, "--stage", help="Stage (deploy.toml section)."),
+    instance: str | None = typer.Option(None, "--instance", help="SageMaker instance type."),
+    region: str | None = typer.Option(None, "--region", help="AWS region."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and stop."),
+    timeout: float = typer.Option(3600.0, "--timeout", help="Rollout timeout (seconds)."),
+    smoke_endpoint_url: str | None = typer.Option(
+        None,
+        "--smoke-endpoint-url",
+        envvar="DEPLOY_SMOKE_ENDPOINT_URL",
+        help="Send smoke tests to this SageMaker-runtime URL (e.g. a local endpoint).",
+    ),
+    smoke_endpoint_name: str | None = typer.Option(
+        None,
+        "--smoke-endpoint-name",
+        envvar="DEPLOY_SMOKE_ENDPOINT_NAME",
+        help="Endpoint name to use with --smoke-endpoint-url.",
+    ),
 ) -> None:
-    """Package, start (or update) the endpoint, smoke-test the models."""
+    """Package, plan, upload, provision, wait, smoke-test, publish the manifest."""
     if not local:
-        raise _LOCAL_ONLY
+        _up_aws(
+            stage=stage,
+            instance=instance,
+            region=region,
+            endpoint_name=endpoint_name,
+            repository=repository,
+            package_dir=package_dir,
+            dry_run=dry_run,
+            skip_smoke=skip_smoke,
+            timeout=timeout,
+            smoke_endpoint_url=smoke_endpoint_url,
+            smoke_endpoint_name=smoke_endpoint_name,
+            as_json=as_json,
+        )
+        return
+    endpoint_name = endpoint_name or "local"
     from deploy.cli.output import console, emit_json, interactive
     from deploy.config import load_settings
     from deploy.lifecycle.progress import reporter
@@ -81,12 +112,17 @@ def up(
 
 def status(
     local: bool = typer.Option(False, "--local", help="The endpoint on this machine."),
-    endpoint_name: str = typer.Option("local", "--endpoint-name", help="Local endpoint name."),
+    endpoint_name: str | None = typer.Option(None, "--endpoint-name", help="Endpoint name."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    stage: str | None = typer.Option(None, "--stage", help="Stage (deploy.toml section)."),
+    region: str | None = typer.Option(None, "--region", help="AWS region."),
 ) -> None:
-    """Show the endpoint and its loaded models."""
+    """Show the endpoint, its scaling, the manifest's models and recent errors/latency."""
     if not local:
-        raise _LOCAL_ONLY
+        document = _aws_provider(stage, region, endpoint_name).status()
+        _render(document, as_json, "status")
+        return
+    endpoint_name = endpoint_name or "local"
     from deploy.cli.output import console, emit_json
     from deploy.local.provider import LocalProvider
 
@@ -116,11 +152,24 @@ def status(
 
 def down(
     local: bool = typer.Option(False, "--local", help="The endpoint on this machine."),
-    endpoint_name: str = typer.Option("local", "--endpoint-name", help="Local endpoint name."),
+    endpoint_name: str | None = typer.Option(None, "--endpoint-name", help="Endpoint name."),
+    stage: str | None = typer.Option(None, "--stage", help="Stage (deploy.toml section)."),
+    region: str | None = typer.Option(None, "--region", help="AWS region."),
+    purge: bool = typer.Option(False, "--purge", help="Also delete the model store."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Stop the endpoint."""
+    """Remove the endpoint (AWS: its stacks); the model store stays unless --purge."""
     if not local:
-        raise _LOCAL_ONLY
+        provider = _aws_provider(stage, region, endpoint_name)
+        if purge and not yes:
+            location = provider.store_location()
+            where = f"s3://{location.bucket}/{location.prefix}" if location else "the model store"
+            if not typer.confirm(f"delete {where} and every archive in it?", err=True):
+                raise typer.Exit(1)
+        _render(provider.down(purge=purge), as_json, "down")
+        return
+    endpoint_name = endpoint_name or "local"
     from deploy.cli.output import console
     from deploy.local.provider import LocalProvider
 
@@ -128,3 +177,134 @@ def down(
     console().print(
         f"local endpoint {endpoint_name} stopped" if stopped else f"{endpoint_name} was not running"
     )
+
+
+def prune(
+    keep: int = typer.Option(1, "--keep", min=0, help="Superseded archives to keep per model."),
+    stage: str | None = typer.Option(None, "--stage", help="Stage (deploy.toml section)."),
+    region: str | None = typer.Option(None, "--region", help="AWS region."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="List what would be deleted."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Delete superseded archives the published manifest no longer references."""
+    _render(_aws_provider(stage, region, None).prune(keep=keep, dry_run=dry_run), as_json, "prune")
+
+
+# -- AWS -------------------------------------------------------------------------------
+
+
+def _aws_provider(
+    stage: str | None,
+    region: str | None,
+    endpoint_name: str | None,
+    *,
+    instance: str | None = None,
+    smoke_endpoint_url: str | None = None,
+    smoke_endpoint_name: str | None = None,
+    repository: Path | None = None,
+    package_dir: Path | None = None,
+) -> AwsProvider:
+    from deploy.config import load_settings
+    from deploy.lifecycle.aws_provider import AwsProvider
+
+    settings = load_settings(
+        stage=stage,
+        region=region,
+        endpoint_name=endpoint_name,
+        instance_type=instance,
+        repository=repository,
+        package_dir=package_dir,
+    )
+    return AwsProvider(
+        settings,
+        smoke_endpoint_url=smoke_endpoint_url,
+        smoke_endpoint_name=smoke_endpoint_name,
+    )
+
+
+def _up_aws(
+    *,
+    stage: str | None,
+    instance: str | None,
+    region: str | None,
+    endpoint_name: str | None,
+    repository: Path | None,
+    package_dir: Path | None,
+    dry_run: bool,
+    skip_smoke: bool,
+    timeout: float,
+    smoke_endpoint_url: str | None,
+    smoke_endpoint_name: str | None,
+    as_json: bool,
+) -> None:
+    from deploy.cli.output import console, emit_json, interactive
+    from deploy.lifecycle.progress import reporter
+    from deploy.lifecycle.render import render_plan
+    from deploy.lifecycle.up import UpOptions
+    from deploy.lifecycle.up import up as run_up
+
+    provider = _aws_provider(
+        stage,
+        region,
+        endpoint_name,
+        instance=instance,
+        smoke_endpoint_url=smoke_endpoint_url,
+        smoke_endpoint_name=smoke_endpoint_name,
+        repository=repository,
+        package_dir=package_dir,
+    )
+    settings = provider.settings
+    result = run_up(
+        settings,
+        provider,
+        repository=settings.repository,
+        package_dir=settings.package_dir,
+        options=UpOptions(dry_run=dry_run, skip_smoke=skip_smoke, timeout_s=timeout),
+        reporter=reporter(interactive=interactive() and not as_json),
+    )
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    out = console()
+    render_plan(result.plan, out)
+    if dry_run:
+        out.print("[bold]dry run[/]: nothing was changed")
+        return
+    sent = sum(item.bytes_sent for item in result.uploads)
+    out.print(f"uploaded {len(result.uploads)} archive(s), {sent} bytes")
+    if result.endpoint is not None:
+        view = result.endpoint
+        out.print(
+            f"endpoint {view.name} {view.status}: {view.instance_count} x {view.instance_type} "
+            f"(config {view.config_name})"
+        )
+    for smoke in result.smoke:
+        out.print(f"smoke ok: {smoke.name} ({smoke.target_model}) in {smoke.seconds:.2f} s")
+    out.print(
+        "manifest published" if result.published else "manifest unchanged (nothing to publish)"
+    )
+
+
+def _render(document: dict[str, Any], as_json: bool, kind: str) -> None:
+    from deploy.cli.output import console, emit_json
+
+    if as_json:
+        emit_json(document)
+        return
+    out = console()
+    if kind == "status":
+        from deploy.lifecycle.render import render_status
+
+        render_status(document, out)
+    elif kind == "down":
+        out.print(f"removed stacks: {', '.join(document['removed_stacks']) or 'none'}")
+        if document.get("model_store_kept"):
+            out.print(f"model store kept: {document['model_store_kept']} (--purge deletes it)")
+    else:
+        verb = "would delete" if document.get("dry_run") else "deleted"
+        out.print(
+            f"{verb} {len(document['deleted'])} archive(s), {document['bytes_freed']} bytes; "
+            f"{len(document['kept_referenced'])} referenced by the manifest"
+        )
+        for name in document["deleted"]:
+            out.print(f"  {name}")

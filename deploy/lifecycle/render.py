@@ -1,0 +1,91 @@
+"""Rich renderings of plans, results and status, readable at a glance."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from deploy.lifecycle.plan import Plan
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+_ACTION_STYLE = {"new": "green", "changed": "yellow", "unchanged": "dim", "removed": "red"}
+
+
+def size(nbytes: int) -> str:
+    value = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{nbytes} B"
+
+
+def render_plan(plan: Plan, out: Console) -> None:
+    from rich.table import Table
+
+    out.print(
+        f"[bold]deploy up[/] stage [bold]{plan.stage}[/] ({plan.provider}), "
+        f"endpoint [bold]{plan.endpoint}[/]"
+    )
+    models = Table("model", "change", "target model", "size", "upload", title="models")
+    for change in plan.models:
+        style = _ACTION_STYLE[change.action]
+        models.add_row(
+            change.name,
+            f"[{style}]{change.action}[/]",
+            change.target_model
+            + (
+                f"\n[dim]was {change.previous_target_model}[/]"
+                if change.action == "changed"
+                else ""
+            ),
+            size(change.bytes),
+            "yes" if change.upload else "-",
+        )
+    out.print(models)
+    upload = sum(change.bytes for change in plan.uploads)
+    out.print(f"to upload: {len(plan.uploads)} archive(s), {size(upload)}")
+    infra = Table("setting", "now", "after", title=f"infrastructure: {plan.infra_action}")
+    for item in plan.infra:
+        infra.add_row(item.setting, item.before or "-", f"[yellow]{item.after}[/]")
+    for resource in plan.resources:
+        if resource.get("action") != "unchanged":
+            infra.add_row(f"stack {resource['stack']}", "", resource.get("action", ""))
+    if infra.row_count:
+        out.print(infra)
+    else:
+        out.print("infrastructure: no change")
+    if plan.cost is not None:
+        out.print(f"estimated cost: {plan.cost.describe()}")
+
+
+def render_status(document: dict[str, Any], out: Console) -> None:
+    from rich.table import Table
+
+    out.print(f"stage [bold]{document['stage']}[/] ({document['region']})")
+    stacks = Table("stack", "status", title="stacks")
+    for name, status in document.get("stacks", {}).items():
+        stacks.add_row(name, status)
+    out.print(stacks if stacks.row_count else "no stacks")
+    endpoint = document.get("endpoint")
+    if endpoint:
+        scaling = document.get("scaling") or {}
+        out.print(
+            f"endpoint [bold]{endpoint['name']}[/] {endpoint['status']}: variant "
+            f"{endpoint['variant']}, {endpoint['instance_count']} x {endpoint['instance_type']}"
+            + (f", scaling {scaling['min']}-{scaling['max']}" if scaling else "")
+        )
+    metrics = document.get("metrics")
+    if metrics:
+        latency = metrics["model_latency_avg_ms"]
+        out.print(
+            f"last {metrics['window_minutes']} min: {metrics['invocations']:.0f} invocations, "
+            f"{metrics['errors_5xx']:.0f} 5XX, model latency "
+            + (f"{latency:.1f} ms avg" if latency is not None else "n/a")
+        )
+    models = Table("model", "target model", title="manifest")
+    for name, target in document.get("models", {}).items():
+        models.add_row(name, target)
+    if models.row_count:
+        out.print(models)
