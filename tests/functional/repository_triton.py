@@ -111,9 +111,14 @@ def run_tritonserver(
             "--exit-on-error=false",
         ]
         ready_path = "/v2/health/live"
+    # The stub's embedded interpreter ignores PYTHONPATH but puts its working
+    # directory first on sys.path: run where `make install` put numpy<2, which
+    # the stub (built against numpy 1) needs for BYTES tensors.
+    stub_site = Path(sys.prefix) / "triton-stub-site"
+    cwd = stub_site if (stub_site / "numpy").is_dir() else workdir
     log = workdir / "tritonserver.log"
     with log.open("wb") as sink:
-        process = subprocess.Popen(args, env=env, stdout=sink, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(args, env=env, cwd=cwd, stdout=sink, stderr=subprocess.STDOUT)
     server = TritonProcess(process, port, log)
     try:
         deadline = time.monotonic() + timeout

@@ -87,13 +87,6 @@ def test_preprocess_converts_hwc_uint8_to_normalised_chw(examples_server: Triton
     np.testing.assert_allclose(pixels, _expected_pixels(image), rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "this build's python-backend stub reads BYTES tensors through its numpy 1 "
-        "interop, which misreads the numpy 2 installed for the interpreter it embeds"
-    ),
-)
 def test_strings_upper_cases_and_counts(examples_server: TritonProcess) -> None:
     text = np.array([b"hello", b"World", "ünï".encode()], dtype=np.object_)
     result = _client(examples_server).infer("strings", [_input("TEXT", text, "BYTES")])

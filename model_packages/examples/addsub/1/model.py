@@ -1,9 +1,4 @@
-"""OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1 (FP32, batched).
-
-Tensors cross the backend through DLPack rather than as_numpy()/Tensor(name,
-array): the backend stub's numpy interop is compiled against numpy 1 and
-misreads numpy 2 arrays, while DLPack works with either.
-"""
+"""OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1 (FP32, batched)."""
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -13,13 +8,13 @@ class TritonPythonModel:
     def execute(self, requests):
         responses = []
         for request in requests:
-            a = np.from_dlpack(pb_utils.get_input_tensor_by_name(request, "INPUT0"))
-            b = np.from_dlpack(pb_utils.get_input_tensor_by_name(request, "INPUT1"))
+            a = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
+            b = pb_utils.get_input_tensor_by_name(request, "INPUT1").as_numpy()
             responses.append(
                 pb_utils.InferenceResponse(
                     output_tensors=[
-                        pb_utils.Tensor.from_dlpack("OUTPUT0", (a + b).astype(np.float32)),
-                        pb_utils.Tensor.from_dlpack("OUTPUT1", (a - b).astype(np.float32)),
+                        pb_utils.Tensor("OUTPUT0", (a + b).astype(np.float32)),
+                        pb_utils.Tensor("OUTPUT1", (a - b).astype(np.float32)),
                     ]
                 )
             )

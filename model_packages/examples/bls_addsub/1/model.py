@@ -39,18 +39,16 @@ class TritonPythonModel:
     def execute(self, requests):
         responses = []
         for request in requests:
-            a = np.from_dlpack(pb_utils.get_input_tensor_by_name(request, "A"))
-            b = np.from_dlpack(pb_utils.get_input_tensor_by_name(request, "B"))
-            # Keep the doubled arrays referenced until exec() returns: DLPack
-            # tensors borrow their memory.
-            doubled_a = np.ascontiguousarray(a * 2, dtype=np.float32)
-            doubled_b = np.ascontiguousarray(b * 2, dtype=np.float32)
+            a = pb_utils.get_input_tensor_by_name(request, "A").as_numpy()
+            b = pb_utils.get_input_tensor_by_name(request, "B").as_numpy()
+            doubled_a = (a * 2).astype(np.float32)
+            doubled_b = (b * 2).astype(np.float32)
             call = pb_utils.InferenceRequest(
                 model_name="addsub",
                 requested_output_names=["OUTPUT0", "OUTPUT1"],
                 inputs=[
-                    pb_utils.Tensor.from_dlpack("INPUT0", doubled_a),
-                    pb_utils.Tensor.from_dlpack("INPUT1", doubled_b),
+                    pb_utils.Tensor("INPUT0", doubled_a),
+                    pb_utils.Tensor("INPUT1", doubled_b),
                 ],
             )
             result = call.exec()
@@ -59,13 +57,13 @@ class TritonPythonModel:
             responses.append(
                 pb_utils.InferenceResponse(
                     output_tensors=[
-                        pb_utils.Tensor.from_dlpack(
+                        pb_utils.Tensor(
                             "SUM",
-                            np.array(np.from_dlpack(pb_utils.get_output_tensor_by_name(result, "OUTPUT0"))),
+                            pb_utils.get_output_tensor_by_name(result, "OUTPUT0").as_numpy(),
                         ),
-                        pb_utils.Tensor.from_dlpack(
+                        pb_utils.Tensor(
                             "DIFF",
-                            np.array(np.from_dlpack(pb_utils.get_output_tensor_by_name(result, "OUTPUT1"))),
+                            pb_utils.get_output_tensor_by_name(result, "OUTPUT1").as_numpy(),
                         ),
                     ]
                 )

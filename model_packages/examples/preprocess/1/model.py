@@ -1,7 +1,4 @@
-"""IMAGE (UINT8, HWC) -> PIXELS (FP32, CHW), scaled to [0, 1] and normalised per channel.
-
-Tensors cross the backend through DLPack (see addsub/1/model.py for why).
-"""
+"""IMAGE (UINT8, HWC) -> PIXELS (FP32, CHW), scaled to [0, 1] and normalised per channel."""
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -15,10 +12,10 @@ class TritonPythonModel:
     def execute(self, requests):
         responses = []
         for request in requests:
-            image = np.from_dlpack(pb_utils.get_input_tensor_by_name(request, "IMAGE"))
+            image = pb_utils.get_input_tensor_by_name(request, "IMAGE").as_numpy()
             pixels = image.astype(np.float32).transpose(0, 3, 1, 2) / 255.0
             pixels = np.ascontiguousarray((pixels - MEAN) / STD, dtype=np.float32)
             responses.append(
-                pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor.from_dlpack("PIXELS", pixels)])
+                pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("PIXELS", pixels)])
             )
         return responses
