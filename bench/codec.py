@@ -137,31 +137,18 @@ def endpoint_overhead(store: str | None, calls: int) -> dict[str, Any]:
         return {"measured": False, "why": f"the local endpoint is not available: {exc}"}
     with tempfile.TemporaryDirectory(prefix="bench-codec-") as scratch:
         try:
-            store_dir = Path(store) if store else package_examples(Path(scratch), ["addsub"])
+            store_dir = Path(store) if store else package_examples(Path(scratch) / "store")
         except Exception as exc:  # the packaging step belongs to another component
             return {"measured": False, "why": f"could not package the examples: {exc!r}"}
-        with LocalEndpoint(store_dir).start() as local:
+        with LocalEndpoint(store_dir, work_dir=Path(scratch) / "work") as local:
             return measure_overhead(local.url, local.endpoint_name, store_dir, calls)
 
 
-def package_examples(out: Path, models: list[str]) -> Path:
-    """Package the bundled examples with `deploy package` (its public CLI)."""
-    import subprocess
+def package_examples(out: Path) -> Path:
+    """Package the bundled examples with `deploy.packaging` (what `deploy package` runs)."""
+    from deploy.packaging import package_repository
 
-    command = [
-        sys.executable,
-        "-m",
-        "deploy",
-        "package",
-        "model_packages/examples",
-        "--out",
-        str(out),
-    ]
-    for model in models:
-        command += ["--model", model]
-    subprocess.run(
-        command, check=True, capture_output=True, cwd=Path(__file__).resolve().parents[1]
-    )
+    package_repository(Path(__file__).resolve().parents[1] / "model_packages" / "examples", out)
     return out
 
 
