@@ -1,0 +1,36 @@
+"""Reading a Triton model repository: configs via Triton's protobuf schema, files, versions.
+
+from deploy.repository import load_repository
+repo = load_repository(Path("model_packages/examples"))
+repo.models["addsub"].inputs  # (Tensor(name="INPUT0", datatype="FP32", shape=(4,)), ...)
+"""
+
+from __future__ import annotations
+
+from deploy.repository.loader import load_model, load_repository, parse_config
+from deploy.repository.model import (
+    CONFIG_FILE,
+    DEPENDENCIES_PARAMETER,
+    EnsembleStep,
+    LoadProblem,
+    Model,
+    ModelKind,
+    ModelVersion,
+    Repository,
+    Tensor,
+)
+
+__all__ = [
+    "CONFIG_FILE",
+    "DEPENDENCIES_PARAMETER",
+    "EnsembleStep",
+    "LoadProblem",
+    "Model",
+    "ModelKind",
+    "ModelVersion",
+    "Repository",
+    "Tensor",
+    "load_model",
+    "load_repository",
+    "parse_config",
+]

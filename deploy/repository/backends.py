@@ -1,0 +1,72 @@
+"""What Triton knows about platforms, backends, default model files and datatypes.
+
+Tables follow triton-inference-server/core (`model_config_utils.cc`) and the
+backends' documentation: which `platform` goes with which `backend`, and which
+file (or folder) each loads from a version directory when the config sets no
+`default_model_filename`.
+"""
+
+from __future__ import annotations
+
+# platform -> the backend that serves it
+PLATFORM_BACKENDS: dict[str, str] = {
+    "tensorrt_plan": "tensorrt",
+    "tensorflow_graphdef": "tensorflow",
+    "tensorflow_savedmodel": "tensorflow",
+    "onnxruntime_onnx": "onnxruntime",
+    "pytorch_libtorch": "pytorch",
+}
+ENSEMBLE_PLATFORM = "ensemble"
+
+# backend -> default model file; None: the backend has no single default file.
+BACKEND_DEFAULT_FILES: dict[str, str | None] = {
+    "tensorrt": "model.plan",
+    "onnxruntime": "model.onnx",
+    "pytorch": "model.pt",
+    "python": "model.py",
+    "openvino": "model.xml",
+    "dali": "model.dali",
+    "fil": "xgboost.model",
+    "tensorflow": None,  # model.graphdef or model.savedmodel, by platform
+    "identity": None,
+    "repeat": None,
+    "square": None,
+    "vllm": None,
+    "tensorrtllm": None,
+}
+PLATFORM_DEFAULT_FILES: dict[str, str] = {
+    "tensorrt_plan": "model.plan",
+    "tensorflow_graphdef": "model.graphdef",
+    "tensorflow_savedmodel": "model.savedmodel",
+    "onnxruntime_onnx": "model.onnx",
+    "pytorch_libtorch": "model.pt",
+}
+# Model files whose format lets Triton fill in a missing config.pbtxt
+# (`--strict-model-config=false`): file name -> (platform, backend).
+AUTOCOMPLETE_FILES: dict[str, tuple[str, str]] = {
+    "model.onnx": ("onnxruntime_onnx", "onnxruntime"),
+    "model.plan": ("tensorrt_plan", "tensorrt"),
+    "model.savedmodel": ("tensorflow_savedmodel", "tensorflow"),
+}
+
+
+def backend_of(platform: str, backend: str) -> str:
+    """The backend that serves a model (the `backend` field, else from `platform`)."""
+    if backend:
+        return backend
+    return PLATFORM_BACKENDS.get(platform, "")
+
+
+def default_model_file(platform: str, backend: str, default_model_filename: str) -> str | None:
+    """The file a version folder must hold, or None when the backend names none."""
+    if default_model_filename:
+        return default_model_filename
+    if platform in PLATFORM_DEFAULT_FILES:
+        return PLATFORM_DEFAULT_FILES[platform]
+    return BACKEND_DEFAULT_FILES.get(backend)
+
+
+def v2_datatype(config_type_name: str) -> str:
+    """`TYPE_FP32` -> `FP32`; `TYPE_STRING` -> `BYTES` (the KServe v2 protocol names)."""
+    name = config_type_name.removeprefix("TYPE_")
+    return "BYTES" if name == "STRING" else name

@@ -1,0 +1,215 @@
+"""Reads a Triton model repository into `deploy.repository.model` data.
+
+Every `config.pbtxt` is parsed with Triton's own schema (`model_config_pb2`
+from tritonclient) through `google.protobuf.text_format`. A missing config is
+inferred only where Triton itself can fill one in from the model file
+(ONNX, TensorRT plan, TF SavedModel); anything unreadable is recorded as a
+`LoadProblem` rather than raised, so one bad model does not hide the others.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import text_format
+from tritonclient.grpc import model_config_pb2
+
+from deploy.errors import RepositoryError
+from deploy.repository.backends import AUTOCOMPLETE_FILES, backend_of, v2_datatype
+from deploy.repository.files import model_entries, skipped
+from deploy.repository.model import (
+    CONFIG_FILE,
+    DEPENDENCIES_PARAMETER,
+    EnsembleStep,
+    LoadProblem,
+    Model,
+    ModelVersion,
+    Repository,
+    Tensor,
+)
+
+
+def parse_config(text: str) -> Any:
+    """Parse config.pbtxt text into a `ModelConfig` (raises text_format.ParseError)."""
+    config = model_config_pb2.ModelConfig()
+    text_format.Parse(text, config)
+    return config
+
+
+def load_repository(root: Path) -> Repository:
+    """Read every model folder of `root` (folders starting with '.' are not models)."""
+    if not root.is_dir():
+        raise RepositoryError(
+            "not a directory",
+            where=str(root),
+            fix="pass the folder that holds one sub-folder per model",
+        )
+    models: dict[str, Model] = {}
+    problems: list[LoadProblem] = []
+    for folder in sorted(root.iterdir()):
+        if not folder.is_dir() or folder.name.startswith(".") or skipped(folder.name):
+            continue
+        loaded = load_model(folder)
+        if isinstance(loaded, LoadProblem):
+            problems.append(loaded)
+        else:
+            models[folder.name] = loaded
+    return Repository(root=root, models=models, problems=tuple(problems))
+
+
+def load_model(folder: Path) -> Model | LoadProblem:
+    versions = _versions(folder)
+    config_path = folder / CONFIG_FILE
+    inferred_from = ""
+    if config_path.is_file():
+        try:
+            config = parse_config(config_path.read_text(encoding="utf-8"))
+        except (text_format.ParseError, UnicodeDecodeError) as exc:
+            return LoadProblem(
+                model=folder.name,
+                file=config_path,
+                field=_field_of(str(exc)),
+                message=f"cannot parse: {exc}",
+                fix="fix the syntax; fields and enums are those of Triton's model_config.proto",
+            )
+    else:
+        inferred = _infer_config(folder.name, versions)
+        if inferred is None:
+            return LoadProblem(
+                model=folder.name,
+                file=config_path,
+                field="",
+                message="no config.pbtxt, and Triton cannot infer one for this model",
+                fix="write config.pbtxt (name, backend or platform, inputs, outputs); Triton "
+                "infers configs only for model.onnx, model.plan and model.savedmodel",
+            )
+        config, inferred_from = inferred
+    return _model(folder, config, config_path if not inferred_from else None, versions)
+
+
+def _field_of(message: str) -> str:
+    # text_format errors read '3:1 : Message type "inference.ModelConfig" has no field named "x".'
+    marker = 'field named "'
+    if marker in message:
+        return message.split(marker, 1)[1].split('"', 1)[0]
+    return ""
+
+
+def _versions(folder: Path) -> tuple[ModelVersion, ...]:
+    versions = []
+    for child in folder.iterdir():
+        if child.is_dir() and child.name.isdigit():
+            files = tuple(
+                path
+                for path in model_entries(child)
+                if (child / path).is_file() or (child / path).is_symlink()
+            )
+            versions.append(ModelVersion(number=int(child.name), path=child, files=files))
+    return tuple(sorted(versions, key=lambda v: v.number))
+
+
+def _infer_config(name: str, versions: tuple[ModelVersion, ...]) -> tuple[Any, str] | None:
+    for version in versions:
+        for filename, (platform, backend) in AUTOCOMPLETE_FILES.items():
+            if (version.path / filename).exists():
+                config = model_config_pb2.ModelConfig(name=name, platform=platform, backend=backend)
+                if filename == "model.onnx":
+                    _onnx_io(version.path / filename, config)
+                return config, filename
+    return None
+
+
+# ONNX TensorProto type names that differ from Triton's TYPE_* names.
+_ONNX_TYPES = {"FLOAT": "FP32", "DOUBLE": "FP64", "FLOAT16": "FP16", "BFLOAT16": "BF16"}
+
+
+def _onnx_io(path: Path, config: Any) -> None:
+    """Fill inputs/outputs from the ONNX graph when the `onnx` package is present."""
+    try:
+        import onnx
+    except ImportError:  # Triton reads them at load time; nothing to describe offline
+        return
+    graph = onnx.load(str(path), load_external_data=False).graph
+    initializers = {init.name for init in graph.initializer}
+    for values, target in ((graph.input, config.input), (graph.output, config.output)):
+        for value in values:
+            if value.name in initializers:
+                continue
+            tensor_type = value.type.tensor_type
+            type_name = onnx.TensorProto.DataType.Name(tensor_type.elem_type)
+            dims = [d.dim_value if d.dim_value > 0 else -1 for d in tensor_type.shape.dim]
+            entry = target.add()
+            entry.name = value.name
+            entry.data_type = model_config_pb2.DataType.Value(
+                "TYPE_" + _ONNX_TYPES.get(type_name, type_name)
+            )
+            entry.dims.extend(dims)
+
+
+def _tensors(entries: Any) -> tuple[Tensor, ...]:
+    result = []
+    for entry in entries:
+        type_name = model_config_pb2.DataType.Name(entry.data_type)
+        datatype = "" if type_name == "TYPE_INVALID" else v2_datatype(type_name)
+        result.append(
+            Tensor(
+                name=entry.name,
+                datatype=datatype,
+                shape=tuple(int(d) for d in entry.dims),
+                label_filename=getattr(entry, "label_filename", ""),
+                optional=bool(getattr(entry, "optional", False)),
+            )
+        )
+    return tuple(result)
+
+
+def _model(
+    folder: Path, config: Any, config_path: Path | None, versions: tuple[ModelVersion, ...]
+) -> Model:
+    backend = backend_of(config.platform, config.backend)
+    steps = tuple(
+        EnsembleStep(
+            model_name=step.model_name,
+            model_version=int(step.model_version),
+            input_map=dict(step.input_map),
+            output_map=dict(step.output_map),
+        )
+        for step in config.ensemble_scheduling.step
+    )
+    declared = config.parameters.get(DEPENDENCIES_PARAMETER)
+    dependencies = (
+        tuple(part.strip() for part in declared.string_value.split(",") if part.strip())
+        if declared is not None
+        else ()
+    )
+    python_files: tuple[Path, ...] = ()
+    if backend == "python":
+        filename = config.default_model_filename or "model.py"
+        python_files = tuple(v.path / filename for v in versions if (v.path / filename).is_file())
+    outputs = _tensors(config.output)
+    return Model(
+        name=folder.name,
+        path=folder,
+        config=config,
+        config_path=config_path,
+        platform=config.platform,
+        backend=backend,
+        max_batch_size=int(config.max_batch_size),
+        inputs=_tensors(config.input),
+        outputs=outputs,
+        versions=versions,
+        ensemble_steps=steps,
+        dependencies=dependencies,
+        label_files=tuple(sorted({t.label_filename for t in outputs if t.label_filename})),
+        python_files=python_files,
+        inferred_from="" if config_path is not None else _inferred_name(folder, versions),
+    )
+
+
+def _inferred_name(folder: Path, versions: tuple[ModelVersion, ...]) -> str:
+    for version in versions:
+        for filename in AUTOCOMPLETE_FILES:
+            if (version.path / filename).exists():
+                return filename
+    return ""
