@@ -1,0 +1,140 @@
+"""Rollout outcomes seen by the wait loop, with the AWS boundary faked.
+
+On AWS a failed rollout is asynchronous: UpdateStack succeeds, the stack
+later settles in UPDATE_ROLLBACK_COMPLETE and the reason sits in its events.
+The moto server cannot produce that sequence, so these tests feed it in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from deploy.aws.cloudformation import StackEvent, StackState
+from deploy.aws.sagemaker import EndpointState, Variant
+from deploy.config import load_settings
+from deploy.errors import AwsError
+from deploy.lifecycle.aws_provider import AwsProvider, RolloutFailedError, failure_reason
+from deploy.lifecycle.progress import SilentReporter
+from deploy.lifecycle.provider import InfraPlan
+from deploy.lifecycle.stages import desired_infra
+
+STACK = "deploy-triton-dev-endpoint"
+
+
+def event(status: str, reason: str = "", logical: str = "Endpoint") -> StackEvent:
+    return StackEvent(
+        timestamp=datetime.now(UTC),
+        logical_id=logical,
+        resource_type="AWS::SageMaker::Endpoint",
+        status=status,
+        reason=reason,
+        event_id=f"{logical}-{status}",
+    )
+
+
+@dataclass
+class FakeStacks:
+    statuses: list[str]
+    history: list[StackEvent] = field(default_factory=list)
+    deployed: list[str] = field(default_factory=list)
+
+    def template(self, name: str) -> dict[str, Any] | None:
+        return {"old": True} if name == STACK else None
+
+    def describe(self, name: str) -> StackState | None:
+        return StackState(name, "id", self.statuses[0], "stack reason")
+
+    def deploy(self, name: str, template: dict[str, Any], **_: Any) -> str:
+        self.deployed.append(name)
+        return "updated"
+
+    def events(self, name: str, *, limit: int = 50) -> list[StackEvent]:
+        # The wait loop reads events once per poll: time moves on here.
+        current = list(self.history)
+        if len(self.statuses) > 1:
+            self.statuses.pop(0)
+        return current
+
+    def physical_ids(self, name: str, resource_type: str) -> list[str]:
+        return ["arn:aws:sagemaker:us-east-1:1:endpoint/ep"]
+
+
+class FakeSageMaker:
+    def endpoint(self, name: str) -> EndpointState:
+        return EndpointState(
+            name, "InService", "cfg-old", "", (Variant("AllTraffic", "ml.m5.xlarge", 1, 1),)
+        )
+
+
+def provider(stacks: FakeStacks) -> AwsProvider:
+    settings = load_settings(instance_type="ml.g5.xlarge")
+    aws = AwsProvider(settings, poll_s=0.0, sleep=lambda _s: None)
+    aws.stacks = stacks  # type: ignore[assignment]
+    aws.sagemaker = FakeSageMaker()  # type: ignore[assignment]
+    aws._templates = {STACK: {"new": True}}
+    return aws
+
+
+def test_failed_rollout_names_the_reason_and_what_still_serves() -> None:
+    stacks = FakeStacks(
+        ["UPDATE_IN_PROGRESS", "UPDATE_ROLLBACK_IN_PROGRESS", "UPDATE_ROLLBACK_COMPLETE"],
+        history=[
+            event("UPDATE_ROLLBACK_COMPLETE", logical=STACK),
+            event("UPDATE_FAILED", "Resource handler returned message: insufficient capacity"),
+            event("UPDATE_IN_PROGRESS"),
+        ],
+    )
+    reporter = SilentReporter()
+    aws = provider(stacks)
+    with pytest.raises(RolloutFailedError) as caught:
+        aws.provision(InfraPlan("update", None, ()), desired_infra(aws.settings), reporter)
+    text = str(caught.value)
+    assert "insufficient capacity" in text
+    assert "endpoint ep still serves endpoint config cfg-old (ml.m5.xlarge x1)" in text
+    assert "manifest was not switched" in text
+    assert [update[1] for update in reporter.rollout_updates] == [
+        "UPDATE_IN_PROGRESS",
+        "UPDATE_ROLLBACK_IN_PROGRESS",
+        "UPDATE_ROLLBACK_COMPLETE",
+    ]
+
+
+def test_successful_rollout_returns_after_the_stack_settles() -> None:
+    stacks = FakeStacks(["UPDATE_IN_PROGRESS", "UPDATE_COMPLETE"])
+    aws = provider(stacks)
+    aws.provision(InfraPlan("update", None, ()), desired_infra(aws.settings), SilentReporter())
+    assert stacks.deployed == [STACK]
+
+
+def test_timeout_says_cloudformation_carries_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    aws = provider(FakeStacks(["UPDATE_IN_PROGRESS"]))
+    with pytest.raises(AwsError, match="still UPDATE_IN_PROGRESS after 0 s") as caught:
+        aws._wait_stack(STACK, SilentReporter(), since=0.0, before=None, timeout_s=0.0)
+    assert "deploy status" in (caught.value.fix or "")
+
+
+def test_ctrl_c_while_waiting_says_how_to_resume(capsys: pytest.CaptureFixture[str]) -> None:
+    aws = provider(FakeStacks(["UPDATE_IN_PROGRESS"]))
+
+    def interrupt(_seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    aws._sleep = interrupt
+    with pytest.raises(KeyboardInterrupt):
+        aws.provision(InfraPlan("update", None, ()), desired_infra(aws.settings), SilentReporter())
+    err = capsys.readouterr().err
+    assert "CloudFormation carries on" in err and "deploy status --stage dev" in err
+
+
+def test_failure_reason_picks_the_first_failure_recorded() -> None:
+    events = [  # newest first, as CloudFormation lists them
+        event("UPDATE_FAILED", "second"),
+        event("UPDATE_FAILED", "first", logical="Config"),
+        event("UPDATE_IN_PROGRESS"),
+    ]
+    assert failure_reason(events, "fallback").endswith("first")
+    assert failure_reason([], "fallback") == "fallback"
