@@ -205,9 +205,11 @@ class _Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        self.frontend.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None
+        self.frontend.connections.discard(self)
 
     def data_received(self, data: bytes) -> None:
         try:
@@ -316,6 +318,7 @@ class FrontEnd:
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="model-load")
         self._loads: dict[str, asyncio.Future[str]] = {}
         self._server: asyncio.Server | None = None
+        self.connections: set[_Connection] = set()
 
     async def start(self, host: str, port: int) -> int:
         loop = asyncio.get_running_loop()
@@ -327,8 +330,12 @@ class FrontEnd:
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
-            await self._server.wait_closed()
+        for connection in list(self.connections):
+            connection._close()
         self.upstream.close()
+        await asyncio.sleep(0)  # let the transports finish closing
+        if self._server is not None:
+            await self._server.wait_closed()
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     # -- routing -------------------------------------------------------------

@@ -1,0 +1,61 @@
+"""Session-wide fixtures shared by every test package.
+
+`local_endpoint` is one running local SageMaker multi-model endpoint (the
+real tritonserver behind the real front end) serving the packaged example
+repository, started on first use and stopped at the end of the session.
+The machine is small: every test that needs an endpoint shares this one.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "model_packages" / "examples"
+
+
+@dataclass
+class LocalEndpointHandle:
+    """What tests need to call the shared endpoint."""
+
+    url: str  # http://127.0.0.1:PORT (pass as endpoint_url)
+    endpoint_name: str
+    store_dir: Path  # the package folder with manifest.json
+    manifest: dict[str, Any]  # parsed manifest.json ({} without packaging)
+    endpoint: Any  # the deploy.local.endpoint.LocalEndpoint itself
+
+    def target_model(self, name: str) -> str:
+        return str(self.manifest["models"][name]["target_model"])
+
+
+def _package_examples(store: Path) -> dict[str, Any]:
+    if importlib.util.find_spec("deploy.packaging") is None:
+        store.mkdir(parents=True, exist_ok=True)
+        return {}
+    from deploy.packaging import package_repository
+
+    package_repository(EXAMPLES, store)
+    document: dict[str, Any] = json.loads((store / "manifest.json").read_text())
+    return document
+
+
+@pytest.fixture(scope="session")
+def local_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEndpointHandle]:
+    from deploy.local.endpoint import EndpointOptions, LocalEndpoint
+
+    root = tmp_path_factory.mktemp("local-endpoint")
+    store = root / "store"
+    manifest = _package_examples(store)
+    endpoint = LocalEndpoint(
+        store, work_dir=root / "work", options=EndpointOptions(endpoint_name="local")
+    ).start()
+    try:
+        yield LocalEndpointHandle(endpoint.url, endpoint.endpoint_name, store, manifest, endpoint)
+    finally:
+        endpoint.stop()
