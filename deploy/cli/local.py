@@ -31,6 +31,14 @@ def serve(
         Path | None,
         typer.Option("--package-dir", help="Where to package a repository given as STORE."),
     ] = None,
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode",
+            help="multi-model (SageMaker MME), or single-model: the inf1 layout, every model "
+            "of the repository STORE loaded behind a generated router.",
+        ),
+    ] = "multi-model",
 ) -> None:
     """Serve a model store like a SageMaker multi-model endpoint, until Ctrl-C."""
     import logging
@@ -54,4 +62,11 @@ def serve(
         max_payload=int(max_payload_mb * 1024 * 1024),
         verbose=verbose,
     )
+    if mode == "single-model":
+        from deploy.local.single_model import serve_single_model_forever
+
+        serve_single_model_forever(Path(store), options)
+        return
+    if mode != "multi-model":
+        raise typer.BadParameter("use multi-model or single-model", param_hint="--mode")
     serve_forever(resolve_store(store, package_dir=package_dir), options)

@@ -145,5 +145,40 @@ def plan(
         )
 
 
+@neuron_app.command("router")
+def router(
+    repository: Annotated[Path, typer.Argument(help="Triton model repository (the inf1 layout).")],
+    name: Annotated[str, typer.Option("--name", help="Router model name.")] = "router",
+    instances: Annotated[
+        int, typer.Option("--instances", help="Router instances (concurrent requests).")
+    ] = 4,
+    manifest: Annotated[
+        Path | None,
+        typer.Option("--manifest", help="Also write the SDK manifest (hosting single-model)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Write the router model that serves every model of REPOSITORY on one endpoint."""
+    from deploy.cli.output import console, emit_json
+    from deploy.neuron.router import read_models, write_manifest, write_router
+
+    routed = sorted(model.name for model in read_models(repository, exclude=[name]))
+    folder = write_router(repository, name=name, instances=instances)
+    if manifest is not None:
+        write_manifest(repository, manifest, router=name)
+    if as_json:
+        emit_json(
+            {
+                "router": str(folder),
+                "models": routed,
+                "manifest": str(manifest) if manifest else None,
+            }
+        )
+        return
+    console().print(f"wrote [bold]{folder}[/bold] routing to: {', '.join(routed)}")
+    if manifest is not None:
+        console().print(f"wrote [bold]{manifest}[/bold] (hosting single-model)")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(neuron_app, name="neuron")

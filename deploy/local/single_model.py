@@ -15,10 +15,14 @@ links to the model folders plus the router, generated fresh at start.
 from __future__ import annotations
 
 import json
+import logging
 import shutil
+import signal
 import tempfile
+import threading
 import uuid
 from pathlib import Path
+from types import FrameType
 from typing import Any, cast
 
 from deploy.errors import LocalEndpointError
@@ -37,6 +41,8 @@ from deploy.neuron.router import (
 )
 
 MANIFEST_NAME = "manifest.json"
+
+log = logging.getLogger(__name__)
 
 
 class SingleModelSupervisor(TritonSupervisor):
@@ -150,6 +156,7 @@ class SingleModelEndpoint(LocalEndpoint):
         # LocalEndpoint.__init__ builds the MME store and platform; this mode has
         # neither, so the attributes start()/stop() use are set here instead.
         self.options = options or EndpointOptions()
+        self.router = router
         self._own_work_dir = work_dir is None
         self.work_dir = work_dir or Path(tempfile.mkdtemp(prefix="deploy-local-"))
         source = Path(repository)
@@ -192,3 +199,42 @@ class SingleModelEndpoint(LocalEndpoint):
         document["endpoint_name"] = self.endpoint_name
         document["url"] = self.url
         return document
+
+
+def serve_single_model_forever(
+    repository: Path, options: EndpointOptions, ready: threading.Event | None = None
+) -> None:
+    """`deploy serve --mode single-model`: run until SIGINT/SIGTERM, then stop."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    endpoint = SingleModelEndpoint(repository, options=options)
+    try:
+        endpoint.start()
+        log.info(
+            "single-model endpoint %r serving %s through %r at %s (manifest: %s, log: %s)",
+            endpoint.endpoint_name,
+            ", ".join(sorted(endpoint.manifest["models"])),
+            endpoint.router,
+            endpoint.url,
+            endpoint.manifest_path,
+            endpoint.supervisor.log_path,
+        )
+        if ready is not None:
+            ready.set()
+        while not stop.wait(0.5):
+            supervisor = endpoint.supervisor
+            if not supervisor.ready and supervisor.restarts >= supervisor.max_restarts:
+                raise LocalEndpointError(
+                    "tritonserver keeps crashing; the endpoint stops",
+                    where=str(supervisor.log_path),
+                    fix="read the log named here",
+                )
+    finally:
+        log.info("stopping endpoint %r", endpoint.endpoint_name)
+        endpoint.stop()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
