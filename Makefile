@@ -38,6 +38,7 @@ node: $(STAMPS)/node
 # Model weights are generated, never committed.
 models: $(STAMPS)/venv
 	$(PY) -m model_packages.generate
+	$(PY) -m model_packages.neuron.generate
 
 demo: install models
 	$(PY) -m deploy.demo
