@@ -67,6 +67,9 @@ def extract_archive(
     def checked(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
         nonlocal total
         try:
+            if member.name.startswith(("/", "\\")):
+                # data_filter would strip the slash; an absolute name is refused outright.
+                raise tarfile.AbsolutePathError(member)
             accepted = tarfile.data_filter(member, path)
         except tarfile.FilterError as exc:
             raise LocalEndpointError(

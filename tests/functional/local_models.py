@@ -34,12 +34,14 @@ ADDSUB_MODEL = textwrap.dedent(
     import triton_python_backend_utils as pb_utils
 
     DELAY = {delay}
+    EXECUTE_DELAY = {execute_delay}
 
     class TritonPythonModel:
         def initialize(self, args):
             time.sleep(DELAY)
 
         def execute(self, requests):
+            time.sleep(EXECUTE_DELAY)
             responses = []
             for request in requests:
                 a = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
@@ -68,10 +70,12 @@ def write_archive(path: Path, files: dict[str, bytes]) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def addsub_files(name: str, *, delay: float = 0.0) -> dict[str, bytes]:
+def addsub_files(name: str, *, delay: float = 0.0, execute_delay: float = 0.0) -> dict[str, bytes]:
+    """An add/sub python model; `delay` slows its load, `execute_delay` each call."""
+    model = ADDSUB_MODEL.format(delay=delay, execute_delay=execute_delay)
     return {
         f"{name}/config.pbtxt": ADDSUB_CONFIG.format(name=name).encode(),
-        f"{name}/1/model.py": ADDSUB_MODEL.format(delay=delay).encode(),
+        f"{name}/1/model.py": model.encode(),
     }
 
 
