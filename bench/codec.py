@@ -47,16 +47,25 @@ FP32_SIZES = [KB, 16 * KB, 256 * KB, MB, 4 * MB, 16 * MB, 64 * MB]
 BYTES_BATCHES = [(100, 64), (1000, 64), (10000, 64), (1000, 4096)]
 
 
-def timed(function: Callable[[], Any], *, budget: float, max_runs: int = 500) -> float:
-    """Median seconds per call over repeated runs (at least 5, about `budget` s)."""
-    function()  # warm up (imports, page faults of first allocation)
-    samples: list[float] = []
+def timed(functions: dict[str, Callable[[], Any]], *, budget: float) -> dict[str, float]:
+    """Median seconds per call of each function.
+
+    The functions run round-robin (one call each per round, at least 7 rounds,
+    about `budget` seconds in all) so that load from other processes on a
+    shared machine falls on every contender alike.
+    """
+    for function in functions.values():
+        function()  # warm up: imports, first-touch page faults
+    samples: dict[str, list[float]] = {name: [] for name in functions}
     deadline = time.perf_counter() + budget
-    while len(samples) < 5 or (time.perf_counter() < deadline and len(samples) < max_runs):
-        start = time.perf_counter()
-        function()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+    rounds = 0
+    while rounds < 7 or (time.perf_counter() < deadline and rounds < 1000):
+        for name, function in functions.items():
+            start = time.perf_counter()
+            function()
+            samples[name].append(time.perf_counter() - start)
+        rounds += 1
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def codec_case(
@@ -85,11 +94,7 @@ def codec_case(
     def memcpy() -> None:
         payload_array.copy()
 
-    seconds = {
-        "sdk": timed(sdk, budget=budget),
-        "tritonclient": timed(tritonclient, budget=budget),
-        "memcpy": timed(memcpy, budget=budget),
-    }
+    seconds = timed({"sdk": sdk, "tritonclient": tritonclient, "memcpy": memcpy}, budget=budget)
     nbytes = len(payload)
     return {
         "case": name,
@@ -102,7 +107,7 @@ def codec_case(
 
 
 def codec_results(quick: bool) -> list[dict[str, Any]]:
-    budget = 0.2 if quick else 0.6
+    budget = 0.5 if quick else 2.0
     rng = np.random.default_rng(0)
     results = []
     for size in FP32_SIZES[:5] if quick else FP32_SIZES:
