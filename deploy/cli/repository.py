@@ -1,0 +1,93 @@
+"""`deploy validate REPO` and `deploy package REPO --out DIR`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from deploy.cli.output import console, emit_json, interactive
+from deploy.errors import ValidationFailedError
+
+RepoArgument = Annotated[
+    Path, typer.Argument(help="Triton model repository (one folder per model).")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("validate")(validate)
+    app.command("package")(package)
+
+
+def validate(
+    repo: RepoArgument,
+    as_json: JsonOption = False,
+    instance: Annotated[
+        str | None,
+        typer.Option("--instance", help="Check against this instance type (e.g. ml.g5.xlarge)."),
+    ] = None,
+) -> None:
+    """Check a model repository offline: errors exit 1, warnings exit 0."""
+    from deploy.validation import validate_repository
+
+    report = validate_repository(repo, instance_type=instance)
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        _render_report(report)
+    if report.errors:
+        if as_json:
+            raise typer.Exit(1)
+        raise ValidationFailedError(
+            f"{len(report.errors)} error(s), {len(report.warnings)} warning(s)",
+            where=str(repo),
+            fix="fix the errors listed above and run `deploy validate` again",
+        )
+
+
+def _render_report(report: object) -> None:
+    from rich.table import Table
+
+    from deploy.validation import Report
+
+    assert isinstance(report, Report)
+    out = console()
+    if not report.diagnostics:
+        out.print(f"{report.repository}: {report.models} model(s), no problems found")
+        return
+    table = Table("severity", "file", "field", "problem", "fix", show_lines=True)
+    for d in report.diagnostics:
+        style = "red" if d.severity == "error" else "yellow"
+        table.add_row(f"[{style}]{d.severity}[/]", d.file, d.field, d.message, d.fix)
+    out.print(table)
+    out.print(
+        f"{report.models} model(s): {len(report.errors)} error(s), "
+        f"{len(report.warnings)} warning(s)"
+    )
+
+
+def package(
+    repo: RepoArgument,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Where archives and manifest go.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Write one archive per model plus manifest.json (incremental and deterministic)."""
+    from deploy.packaging import package_repository
+
+    result = package_repository(repo, out, progress=interactive() and not as_json)
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    from rich.table import Table
+
+    table = Table("model", "kind", "bytes", "status")
+    table.add_column("target model", overflow="fold")
+    for packaged in result.models:
+        entry = packaged.entry
+        status = "unchanged" if packaged.reused else "written"
+        table.add_row(entry.name, entry.kind, f"{entry.bytes:,}", status, entry.target_model)
+    out_console = console()
+    out_console.print(table)
+    out_console.print(f"manifest: {result.manifest_path}")

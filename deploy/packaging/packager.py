@@ -1,0 +1,273 @@
+"""`deploy package`: one archive per deployable model plus `manifest.json`.
+
+Order of work, so an interrupted run never leaves a manifest that names a
+missing or partial archive: read the repository; for each model compute its
+members and, when every file's hash is cached, its source digest; reuse the
+archive if the digest and the archive's hash still match, else stream a new
+archive into an unnamed temporary file and link it into place; write the
+manifest atomically last; then remove archives no entry names any more.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deploy.errors import PackagingError
+from deploy.packaging.archive import write_archive
+from deploy.packaging.atomic import atomic_file, remove_stale_partials
+from deploy.packaging.digest import DigestCache, cached_contents, source_digest
+from deploy.packaging.layout import Entry, archive_entries
+from deploy.packaging.manifest import (
+    MANIFEST_NAME,
+    Manifest,
+    ManifestEntry,
+    TensorEntry,
+    read_manifest,
+    write_manifest,
+)
+from deploy.repository import Model, Repository, load_repository
+
+ARCHIVE_SUFFIX = ".tar.gz"
+_ARCHIVE_NAME = re.compile(r"^(?P<model>.+)-[0-9a-f]{16}\.tar\.gz$")
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    entry: ManifestEntry
+    path: Path
+    reused: bool  # True when the existing archive was kept (not recompressed)
+
+
+@dataclass(frozen=True)
+class PackageResult:
+    out: Path
+    manifest_path: Path
+    manifest: Manifest
+    models: list[PackagedModel] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)  # stale archives deleted
+
+    @property
+    def written(self) -> list[PackagedModel]:
+        return [m for m in self.models if not m.reused]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "out": str(self.out),
+            "manifest": str(self.manifest_path),
+            "models": [
+                {**m.entry.model_dump(mode="json"), "reused": m.reused} for m in self.models
+            ],
+            "removed": self.removed,
+        }
+
+
+def target_name(model: str, digest: str) -> str:
+    return f"{model}-{digest[:16]}{ARCHIVE_SUFFIX}"
+
+
+def package_repository(
+    repo: Path,
+    out: Path,
+    *,
+    progress: bool = False,
+    threads: int | None = None,
+) -> PackageResult:
+    """Package every model of `repo` into `out` (incremental, deterministic, atomic)."""
+    repository = load_repository(repo)
+    if repository.problems:
+        problem = repository.problems[0]
+        raise PackagingError(
+            f"model {problem.model!r}: {problem.message}"
+            + (
+                f" (and {len(repository.problems) - 1} more)"
+                if len(repository.problems) > 1
+                else ""
+            ),
+            where=str(problem.file) + (f": {problem.field}" if problem.field else ""),
+            fix=problem.fix + "; `deploy validate` lists every problem",
+        )
+    if not repository.models:
+        raise PackagingError(
+            "no model folders found",
+            where=str(repo),
+            fix="pass a Triton model repository (one folder per model with config.pbtxt)",
+        )
+    _check_out(repo, out)
+    out.mkdir(parents=True, exist_ok=True)
+    remove_stale_partials(out)
+    cache = DigestCache.load(out)
+    previous = _previous_manifest(out)
+    workers = threads if threads is not None else _default_threads()
+
+    plans = [(name, *archive_entries(repository, name)) for name in repository.models]
+    packaged: list[PackagedModel] = []
+    with _progress_bar(progress, plans, cache, previous) as on_bytes:
+        for name, entries, contains in plans:
+            model = repository.models[name]
+            packaged.append(
+                _package_model(model, entries, contains, out, cache, previous, workers, on_bytes)
+            )
+    manifest = Manifest(models={p.entry.name: p.entry for p in packaged})
+    manifest_path = write_manifest(out, manifest)
+    removed = _remove_unreferenced(out, repository, manifest)
+    for name in removed:
+        cache.archives.pop(name, None)
+    cache.save()
+    return PackageResult(out, manifest_path, manifest, packaged, removed)
+
+
+def _default_threads() -> int:
+    # One compression thread keeps the main thread free for reading and
+    # hashing; more only helps with more than two cores.
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(4, (cores or 1) - 1))
+
+
+def _check_out(repo: Path, out: Path) -> None:
+    repo_resolved, out_resolved = repo.resolve(), out.resolve()
+    if out_resolved == repo_resolved or out_resolved.is_relative_to(repo_resolved):
+        raise PackagingError(
+            "the output folder is inside the model repository",
+            where=str(out),
+            fix="pass an --out folder outside the repository (Triton would read it as a model)",
+        )
+    if out.exists() and not out.is_dir():
+        raise PackagingError("not a directory", where=str(out), fix="pass a folder for --out")
+
+
+def _previous_manifest(out: Path) -> Manifest | None:
+    if not (out / MANIFEST_NAME).is_file():
+        return None
+    try:
+        return read_manifest(out)
+    except PackagingError:
+        return None  # rewritten below; an unreadable manifest only costs a full run
+
+
+def _reusable(
+    name: str,
+    entries: list[Entry],
+    out: Path,
+    cache: DigestCache,
+    previous: Manifest | None,
+) -> tuple[ManifestEntry, Path] | None:
+    if previous is None or name not in previous.models:
+        return None
+    contents = cached_contents(entries, cache)
+    if contents is None:
+        return None
+    old = previous.models[name]
+    digest = source_digest(entries, contents)
+    path = out / target_name(name, digest)
+    if old.source_digest != digest or old.target_model != path.name:
+        return None
+    if cache.archive_sha(path) != old.sha256:
+        return None
+    return old, path
+
+
+def _package_model(
+    model: Model,
+    entries: list[Entry],
+    contains: list[str],
+    out: Path,
+    cache: DigestCache,
+    previous: Manifest | None,
+    threads: int,
+    on_bytes: Callable[[int], None] | None,
+) -> PackagedModel:
+    reuse = _reusable(model.name, entries, out, cache, previous)
+    if reuse is not None:
+        old, path = reuse
+        fresh = _entry(model, contains, old.target_model, old.sha256, old.bytes, old.source_digest)
+        if on_bytes is not None:
+            on_bytes(sum(e.size for e in entries if e.source is not None))
+        return PackagedModel(fresh, path, reused=True)
+    # The name depends on the content hashes computed while writing, so the
+    # archive goes to an unnamed file first and gets its name at the end.
+    try:
+        with atomic_file(out / f"{model.name}{ARCHIVE_SUFFIX}") as file:
+            sha, size, contents = write_archive(
+                entries, file.handle, threads=threads, on_bytes=on_bytes
+            )
+            digest = source_digest(entries, contents)
+            file.target = path = out / target_name(model.name, digest)
+    except OSError as exc:
+        raise PackagingError(
+            f"cannot write the archive of model {model.name!r}: {exc}",
+            where=str(out),
+            fix="check free space and permissions, and that no file changed while packaging",
+        ) from exc
+    for entry in entries:
+        if entry.source is not None:
+            cache.remember_file(entry, contents[entry.arcname])
+    cache.remember_archive(path, sha)
+    return PackagedModel(_entry(model, contains, path.name, sha, size, digest), path, reused=False)
+
+
+def _entry(
+    model: Model, contains: list[str], target: str, sha: str, size: int, digest: str
+) -> ManifestEntry:
+    return ManifestEntry(
+        name=model.name,
+        target_model=target,
+        sha256=sha,
+        bytes=size,
+        source_digest=digest,
+        kind=model.kind,
+        backend=model.backend,
+        platform=model.platform,
+        max_batch_size=model.max_batch_size,
+        inputs=[TensorEntry(**t.as_dict()) for t in model.inputs],
+        outputs=[TensorEntry(**t.as_dict()) for t in model.outputs],
+        contains=contains,
+    )
+
+
+def _remove_unreferenced(out: Path, repository: Repository, manifest: Manifest) -> list[str]:
+    """Delete this repository's older archives (`<model>-<16 hex>.tar.gz`) no entry names."""
+    keep = {entry.target_model for entry in manifest.models.values()}
+    removed = []
+    for path in sorted(out.glob(f"*{ARCHIVE_SUFFIX}")):
+        match = _ARCHIVE_NAME.match(path.name)
+        if match and match["model"] in repository.models and path.name not in keep:
+            path.unlink(missing_ok=True)
+            removed.append(path.name)
+    return removed
+
+
+@contextlib.contextmanager
+def _progress_bar(
+    enabled: bool,
+    plans: list[tuple[str, list[Entry], list[str]]],
+    cache: DigestCache,
+    previous: Manifest | None,
+) -> Iterator[Callable[[int], None] | None]:
+    if not enabled:
+        yield None
+        return
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    total = sum(e.size for _, entries, _ in plans for e in entries if e.source is not None)
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("packaging", total=total)
+        yield lambda n: bar.advance(task, n)
