@@ -19,9 +19,11 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from deploy.config import DeploySettings
+from deploy.neuron.instances import is_inferentia, neuron_cores
 from infra.instances import instance_spec
 from infra.stacks.api import ApiStack
 from infra.stacks.endpoint import EndpointStack
+from infra.stacks.inf1_endpoint import Inf1EndpointStack
 from infra.stacks.model_store import ModelStoreStack
 from infra.stacks.network import NetworkStack
 
@@ -49,7 +51,11 @@ def build_app(
     nag: bool = True,
 ) -> StageApp:
     """Compose the stage's stacks in `app` (a new one writing to `outdir` if not given)."""
-    instance_spec(settings.instance_type)  # fail fast, before any construct exists
+    inferentia = is_inferentia(settings.instance_type)  # single-model endpoint, Neuron image
+    if inferentia:
+        neuron_cores(settings.instance_type)  # fail fast on an unknown inf1 size
+    else:
+        instance_spec(settings.instance_type)  # fail fast, before any construct exists
     if app is None:
         app = cdk.App(outdir=str(outdir) if outdir is not None else None, context=_pinned_context())
     env = cdk.Environment(
@@ -75,7 +81,8 @@ def build_app(
         tags=tags,
         description=f"deploy {settings.stage}: model store for {settings.endpoint_name}",
     )
-    endpoint = EndpointStack(
+    endpoint_stack = Inf1EndpointStack if inferentia else EndpointStack
+    endpoint = endpoint_stack(
         app,
         stack_name(settings, "endpoint"),
         settings=settings,
@@ -90,7 +97,8 @@ def build_app(
         "model-store": store,
         "endpoint": endpoint,
     }
-    if settings.infra.api:
+    # The front door sends TargetModel (multi-model); the inf1 layout has none yet.
+    if settings.infra.api and not inferentia:
         api = ApiStack(
             app,
             stack_name(settings, "api"),

@@ -1,0 +1,235 @@
+"""A SageMaker single-model endpoint on ml.inf1 running the Neuron-enabled Triton image.
+
+SageMaker does not run multi-model endpoints on Inferentia, so the inf1 stage
+serves one archive (`model.tar.gz`: every Neuron model plus the generated
+router) in single-model mode. The image is built from `infra/neuron/`
+(FROM the SageMaker Triton image) and published by CDK as a container asset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from aws_cdk import Aws, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecr_assets as ecr_assets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from infra.constructs.mme_endpoint import VARIANT_NAME, TrafficShifting
+from infra.nag import suppress
+
+NEURON_IMAGE_DIR = Path(__file__).resolve().parents[1] / "neuron"
+ROUTER_MODEL = "router"
+
+
+class Inf1SingleModelEndpoint(Construct):
+    """Execution role, Neuron image asset, Model (SingleModel), EndpointConfig, Endpoint.
+
+    Attributes mirror `MultiModelEndpoint` (`role`, `model`, `endpoint_config`,
+    `endpoint`, `endpoint_name`, `variant_name`, `endpoint_arn`) so autoscaling,
+    alarms and the dashboard attach the same way; `image` is the asset.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        endpoint_name: str,
+        base_image_uri: str,
+        instance_type: str,
+        initial_instance_count: int,
+        bucket: s3.IBucket,
+        model_data_key: str,
+        key: kms.IKey,
+        subnets: Sequence[ec2.ISubnet],
+        security_group: ec2.ISecurityGroup,
+        rollback_alarm_names: Sequence[str],
+        traffic_shifting: TrafficShifting | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.endpoint_name = endpoint_name
+        self.variant_name = VARIANT_NAME
+        shifting = traffic_shifting or TrafficShifting()
+
+        self.image = ecr_assets.DockerImageAsset(
+            self,
+            "NeuronTritonImage",
+            directory=str(NEURON_IMAGE_DIR),
+            build_args={"BASE_IMAGE": base_image_uri},
+            platform=ecr_assets.Platform.LINUX_AMD64,
+        )
+
+        self.role = iam.Role(
+            self,
+            "ExecutionRole",
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            description=f"SageMaker execution role for inf1 endpoint {endpoint_name}",
+            inline_policies={
+                "endpoint": _execution_policy(
+                    endpoint_name=endpoint_name,
+                    image=self.image,
+                    bucket=bucket,
+                    model_data_key=model_data_key,
+                    key=key,
+                )
+            },
+        )
+        suppress(self.role, "IAM5", "execution-role-star", applies_to=["Resource::*"])
+        suppress(
+            self.role,
+            "IAM5",
+            "execution-role-logs",
+            applies_to=[
+                "Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:"
+                f"log-group:/aws/sagemaker/Endpoints/{endpoint_name}*"
+            ],
+        )
+
+        self.model = sagemaker.CfnModel(
+            self,
+            "Model",
+            execution_role_arn=self.role.role_arn,
+            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+                image=self.image.image_uri,
+                mode="SingleModel",
+                model_data_url=f"s3://{bucket.bucket_name}/{model_data_key}",
+                environment={"SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": ROUTER_MODEL},
+            ),
+            vpc_config=sagemaker.CfnModel.VpcConfigProperty(
+                security_group_ids=[security_group.security_group_id],
+                subnets=[subnet.subnet_id for subnet in subnets],
+            ),
+            enable_network_isolation=True,
+        )
+        # The role must be able to pull the image before SageMaker validates the model.
+        self.model.node.add_dependency(self.role)
+
+        self.endpoint_config = sagemaker.CfnEndpointConfig(
+            self,
+            "Config",
+            production_variants=[
+                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+                    variant_name=VARIANT_NAME,
+                    model_name=self.model.attr_model_name,
+                    instance_type=instance_type,
+                    initial_instance_count=initial_instance_count,
+                    initial_variant_weight=1.0,
+                )
+            ],
+            # inf1 volumes are EBS: encrypt them with the model store's key.
+            kms_key_id=key.key_arn,
+        )
+
+        rollback = (
+            sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
+                alarms=[
+                    sagemaker.CfnEndpoint.AlarmProperty(alarm_name=n) for n in rollback_alarm_names
+                ]
+            )
+            if rollback_alarm_names
+            else None
+        )
+        self.endpoint = sagemaker.CfnEndpoint(
+            self,
+            "Endpoint",
+            endpoint_name=endpoint_name,
+            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+            deployment_config=sagemaker.CfnEndpoint.DeploymentConfigProperty(
+                blue_green_update_policy=sagemaker.CfnEndpoint.BlueGreenUpdatePolicyProperty(
+                    traffic_routing_configuration=sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
+                        type="LINEAR",
+                        linear_step_size=sagemaker.CfnEndpoint.CapacitySizeProperty(
+                            type="CAPACITY_PERCENT", value=shifting.step_percent
+                        ),
+                        wait_interval_in_seconds=shifting.wait_s,
+                    ),
+                    termination_wait_in_seconds=shifting.termination_wait_s,
+                    maximum_execution_timeout_in_seconds=shifting.timeout_s,
+                ),
+                auto_rollback_configuration=rollback,
+            ),
+        )
+
+    @property
+    def endpoint_arn(self) -> str:
+        return Stack.of(self).format_arn(
+            service="sagemaker", resource="endpoint", resource_name=self.endpoint_name.lower()
+        )
+
+
+def _execution_policy(
+    *,
+    endpoint_name: str,
+    image: ecr_assets.DockerImageAsset,
+    bucket: s3.IBucket,
+    model_data_key: str,
+    key: kms.IKey,
+) -> iam.PolicyDocument:
+    return iam.PolicyDocument(
+        statements=[
+            iam.PolicyStatement(
+                sid="ReadModelArchive",
+                actions=["s3:GetObject"],
+                resources=[bucket.arn_for_objects(model_data_key)],
+            ),
+            iam.PolicyStatement(
+                sid="DecryptModels", actions=["kms:Decrypt"], resources=[key.key_arn]
+            ),
+            iam.PolicyStatement(
+                sid="PullNeuronImage",
+                actions=[
+                    "ecr:BatchCheckLayerAvailability",
+                    "ecr:BatchGetImage",
+                    "ecr:GetDownloadUrlForLayer",
+                ],
+                resources=[image.repository.repository_arn],
+            ),
+            iam.PolicyStatement(
+                sid="EcrToken", actions=["ecr:GetAuthorizationToken"], resources=["*"]
+            ),
+            iam.PolicyStatement(
+                sid="EndpointLogs",
+                actions=[
+                    "logs:CreateLogGroup",
+                    "logs:CreateLogStream",
+                    "logs:DescribeLogStreams",
+                    "logs:PutLogEvents",
+                ],
+                resources=[
+                    f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:"
+                    f"log-group:/aws/sagemaker/Endpoints/{endpoint_name}*"
+                ],
+            ),
+            iam.PolicyStatement(
+                sid="EndpointMetrics",
+                actions=["cloudwatch:PutMetricData"],
+                resources=["*"],
+                conditions={
+                    "StringEquals": {
+                        "cloudwatch:namespace": ["AWS/SageMaker", "/aws/sagemaker/Endpoints"]
+                    }
+                },
+            ),
+            iam.PolicyStatement(
+                sid="EndpointNetworkInterfaces",
+                actions=[
+                    "ec2:CreateNetworkInterface",
+                    "ec2:CreateNetworkInterfacePermission",
+                    "ec2:DeleteNetworkInterface",
+                    "ec2:DeleteNetworkInterfacePermission",
+                    "ec2:DescribeDhcpOptions",
+                    "ec2:DescribeNetworkInterfaces",
+                    "ec2:DescribeSecurityGroups",
+                    "ec2:DescribeSubnets",
+                    "ec2:DescribeVpcs",
+                ],
+                resources=["*"],
+            ),
+        ]
+    )
