@@ -180,5 +180,26 @@ def router(
         console().print(f"wrote [bold]{manifest}[/bold] (hosting single-model)")
 
 
+@neuron_app.command("compile")
+def compile_(
+    model: Annotated[Path, typer.Option("--model", help="TorchScript file to compile.")],
+    inputs: Annotated[
+        list[str],
+        typer.Option("--input", help="NAME__i,DTYPE,DIMS of each forward() input (repeat)."),
+    ],
+    output: Annotated[Path, typer.Option("--output", help="Where to write the compiled model.")],
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", help="Batch dimension to compile for (0: none).")
+    ] = 1,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing output.")] = False,
+) -> None:
+    """Compile a TorchScript model for inf1 with torch-neuron (Neuron package repository)."""
+    from deploy.cli.output import console
+    from deploy.neuron.compile import compile_model
+
+    written = compile_model(model, inputs, output, batch_size=batch_size, force=force)
+    console().print(f"wrote [bold]{written}[/bold] (Neuron-compiled TorchScript)")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(neuron_app, name="neuron")
