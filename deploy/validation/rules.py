@@ -1,3 +1,0 @@
-"""Built-in validation rules (Triton's own checks, re-implemented offline)."""
-
-from __future__ import annotations

@@ -1,0 +1,12 @@
+"""Built-in rules; importing this package registers them (see `deploy.validation.registry`).
+
+They re-implement offline what Triton checks when it loads a model
+(triton-inference-server/core `model_config_utils.cc`, `ensemble_utils.cc`),
+plus what SageMaker multi-model hosting adds.
+"""
+
+from __future__ import annotations
+
+from deploy.validation.rules import config, ensemble, files, torchscript
+
+__all__ = ["config", "ensemble", "files", "torchscript"]

@@ -1,0 +1,235 @@
+"""Rules on what the config points at: versions, model files, labels, warmup, environments."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+
+from tritonclient.grpc import model_config_pb2 as pb
+
+from deploy.repository import Model, ModelVersion
+from deploy.repository.backends import default_model_file
+from deploy.validation.diagnostics import Diagnostic, error, warning
+from deploy.validation.registry import Context, model_rule
+
+MODEL_DIR_VARIABLE = "$$TRITON_MODEL_DIRECTORY"
+
+
+@model_rule
+def versions_hold_the_model_file(ctx: Context, model: Model) -> Iterator[Diagnostic]:
+    if not model.versions:
+        yield error(
+            model.name,
+            str(model.path),
+            "",
+            "no numeric version folder (e.g. 1/)",
+            f"put the model files in {model.name}/1/",
+        )
+        return
+    if model.kind == "ensemble" or model.inferred_from:
+        return
+    expected = default_model_file(
+        model.platform, model.backend, model.config.default_model_filename
+    )
+    if expected is None:
+        return
+    field = "default_model_filename" if model.config.default_model_filename else "backend"
+    for version in _served_versions(model):
+        if not (version.path / expected).exists():
+            yield error(
+                model.name,
+                str(version.path),
+                field,
+                f"version {version.number} has no {expected}, the file the "
+                f"{model.backend or model.platform} backend loads",
+                f"add {model.name}/{version.number}/{expected}"
+                + ("" if model.config.default_model_filename else " or set default_model_filename")
+                + ("; run `make models` for the examples" if expected == "model.pt" else ""),
+            )
+
+
+def _served_versions(model: Model) -> list[ModelVersion]:
+    policy = model.config.version_policy
+    which = policy.WhichOneof("policy_choice")
+    versions = list(model.versions)
+    if which == "all":
+        return versions
+    if which == "specific":
+        wanted = set(policy.specific.versions)
+        return [v for v in versions if v.number in wanted]
+    count = policy.latest.num_versions if which == "latest" else 1
+    return versions[-max(count, 1) :]
+
+
+@model_rule
+def version_policy(ctx: Context, model: Model) -> Iterator[Diagnostic]:
+    policy = model.config.version_policy
+    if policy.WhichOneof("policy_choice") != "specific":
+        return
+    present = {v.number for v in model.versions}
+    for number in policy.specific.versions:
+        if number not in present:
+            yield error(
+                model.name,
+                ctx.file_of(model),
+                "version_policy.specific.versions",
+                f"version {number} is named by version_policy but {model.name}/{number}/ "
+                "does not exist",
+                f"add the folder or list only existing versions ({sorted(present)})",
+            )
+
+
+@model_rule
+def label_files(ctx: Context, model: Model) -> Iterator[Diagnostic]:
+    for index, tensor in enumerate(model.config.output):
+        name = tensor.label_filename
+        if not name:
+            continue
+        where = f"output[{index}].label_filename"
+        if PurePosixPath(name).is_absolute() or ".." in PurePosixPath(name).parts:
+            yield error(
+                model.name,
+                ctx.file_of(model),
+                where,
+                f'label file "{name}" is outside the model folder',
+                "put the labels file in the model folder and name it relatively",
+            )
+        elif not (model.path / name).is_file():
+            yield error(
+                model.name,
+                ctx.file_of(model),
+                where,
+                f'label file "{name}" does not exist in {model.name}/',
+                f"add {model.name}/{name} (one label per line) or remove label_filename",
+            )
+
+
+@model_rule
+def warmup_matches_inputs(ctx: Context, model: Model) -> Iterator[Diagnostic]:
+    declared = {t.name: t for t in model.config.input}
+    file = ctx.file_of(model)
+    for index, sample in enumerate(model.config.model_warmup):
+        where = f"model_warmup[{index}]"
+        if model.max_batch_size > 0 and not 1 <= sample.batch_size <= model.max_batch_size:
+            yield error(
+                model.name,
+                file,
+                f"{where}.batch_size",
+                f"warmup batch_size {sample.batch_size} is outside 1..max_batch_size "
+                f"({model.max_batch_size})",
+                "use a batch_size between 1 and max_batch_size",
+            )
+        for name, value in sample.inputs.items():
+            if name not in declared:
+                yield error(
+                    model.name,
+                    file,
+                    f"{where}.inputs[{name}]",
+                    f'warmup input "{name}" is not a declared input',
+                    f"use the declared inputs: {', '.join(sorted(declared))}",
+                )
+                continue
+            tensor = declared[name]
+            if value.data_type != tensor.data_type:
+                yield error(
+                    model.name,
+                    file,
+                    f"{where}.inputs[{name}].data_type",
+                    f'warmup input "{name}" is {pb.DataType.Name(value.data_type)} but the '
+                    f"input is {pb.DataType.Name(tensor.data_type)}",
+                    f"set data_type: {pb.DataType.Name(tensor.data_type)}",
+                )
+            if not _dims_fit(list(value.dims), list(tensor.dims)):
+                yield error(
+                    model.name,
+                    file,
+                    f"{where}.inputs[{name}].dims",
+                    f'warmup input "{name}" has dims {list(value.dims)} but the input '
+                    f"declares {list(tensor.dims)}",
+                    "give concrete dims that fit the declared ones (without the batch dimension)",
+                )
+        missing = [n for n, t in declared.items() if n not in sample.inputs and not t.optional]
+        if missing:
+            yield error(
+                model.name,
+                file,
+                f"{where}.inputs",
+                f"warmup sample gives no data for input(s) {', '.join(missing)}",
+                "add a warmup input for every required input",
+            )
+
+
+def _dims_fit(given: list[int], declared: list[int]) -> bool:
+    if len(given) != len(declared):
+        return False
+    return all(g > 0 and (d == -1 or d == g) for g, d in zip(given, declared, strict=True))
+
+
+@model_rule
+def execution_env(ctx: Context, model: Model) -> Iterator[Diagnostic]:
+    parameter = model.config.parameters.get("EXECUTION_ENV_PATH")
+    if parameter is None:
+        return
+    value = parameter.string_value
+    field = "parameters[EXECUTION_ENV_PATH]"
+    if value.startswith(MODEL_DIR_VARIABLE):
+        path = model.path / value[len(MODEL_DIR_VARIABLE) :].lstrip("/")
+    else:
+        path = Path(value)
+        if path.is_absolute():
+            yield warning(
+                model.name,
+                ctx.file_of(model),
+                field,
+                f"EXECUTION_ENV_PATH is an absolute path ({value}); SageMaker extracts the "
+                "archive elsewhere",
+                f"put the archive in the model folder and use {MODEL_DIR_VARIABLE}/<file>",
+            )
+        else:
+            path = model.path / value
+    if not path.is_file():
+        yield error(
+            model.name,
+            ctx.file_of(model),
+            field,
+            f"EXECUTION_ENV_PATH points at a missing archive ({value})",
+            f"add the conda-pack archive to {model.name}/ and set "
+            f"{MODEL_DIR_VARIABLE}/<file>.tar.gz",
+        )
+
+
+@model_rule
+def bls_dependencies(ctx: Context, model: Model) -> Iterator[Diagnostic]:
+    for name in model.dependencies:
+        if name == model.name:
+            yield error(
+                model.name,
+                ctx.file_of(model),
+                "parameters[deploy.dependencies]",
+                "a model cannot depend on itself",
+                "remove its own name from deploy.dependencies",
+            )
+        elif name not in ctx.repository.models:
+            yield error(
+                model.name,
+                ctx.file_of(model),
+                "parameters[deploy.dependencies]",
+                f'dependency "{name}" is not a model in this repository',
+                f"add {name}/ to the repository or remove it from deploy.dependencies",
+            )
+        elif ctx.repository.models[name].kind == "ensemble":
+            yield error(
+                model.name,
+                ctx.file_of(model),
+                "parameters[deploy.dependencies]",
+                f'dependency "{name}" is an ensemble, which cannot be bundled into a BLS model',
+                "call the ensemble's composing models from the BLS code instead",
+            )
+    if model.dependencies and model.backend != "python":
+        yield warning(
+            model.name,
+            ctx.file_of(model),
+            "parameters[deploy.dependencies]",
+            "deploy.dependencies is meant for python-backend (BLS) models",
+            "remove the parameter, or make sure the model loads its bundled dependencies",
+        )
