@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from deploy.neuron import validation as _neuron_rules  # noqa: F401  (NeuronCore rules)
 from deploy.repository import load_repository
 from deploy.validation import rules as _rules  # noqa: F401  (registers the built-in rules)
-from deploy.neuron import validation as _neuron_rules  # noqa: F401  (NeuronCore rules)
 from deploy.validation.diagnostics import Diagnostic, Report, error
 from deploy.validation.registry import MODEL_RULES, REPOSITORY_RULES, Context
 
