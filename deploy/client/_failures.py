@@ -54,6 +54,14 @@ def to_exception(answer: ErrorAnswer, *, endpoint: str, model: str) -> ClientErr
         )
     if code in _TRANSIENT_CODES or (status in _TRANSIENT_STATUSES and code != "ValidationError"):
         return TransientError(EndpointError(answer.message, code=code, status=status, where=where))
+    if status == 413:
+        return EndpointError(
+            f"the endpoint refused the request size: {answer.message}",
+            code=code,
+            status=status,
+            where=where,
+            fix="send smaller batches (SageMaker real-time payloads are limited to 6 MB)",
+        )
     if code == "ValidationError" and _mentions_missing_model(answer.message):
         return ModelNotFoundError(answer.message, where=where)
     if code == "ValidationError" and "endpoint" in answer.message.lower():

@@ -139,6 +139,7 @@ def test_oversized_request_answered_by_the_endpoint(local: Any) -> None:
     ):
         loose.infer("strings-any.tar.gz", {"TEXT": big})
     assert caught.value.status == 413
+    assert "smaller batches" in str(caught.value)
 
 
 def test_stale_manifest_is_refreshed_once(local: Any, manifest_path: Path, tmp_path: Path) -> None:
@@ -217,3 +218,20 @@ def test_readme_example_runs(local: Any, manifest_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "[[0. 2. 4. 6.]] [[0. 0. 0. 0.]]" in done.stdout
+
+
+def test_deploy_invoke_prints_classes(local: Any, manifest_path: Path, tmp_path: Path) -> None:
+    from deploy.cli import app
+
+    pixels = np.zeros((1, 3, 32, 32), np.float32)
+    entry = {"name": "INPUT__0", "datatype": "FP32", "shape": [1, 3, 32, 32]}
+    entry["data"] = pixels.reshape(-1).tolist()
+    inputs = tmp_path / "in.json"
+    inputs.write_text(json.dumps({"inputs": [entry]}))
+    args = ["invoke", "classifier", "--input", str(inputs), "--class-count", "2"]
+    args += ["--endpoint", local.endpoint_name, "--endpoint-url", local.url]
+    args += ["--manifest", str(manifest_path)]
+    outcome = CliRunner().invoke(app, args)
+    assert outcome.exit_code == 0, outcome.output
+    assert "OUTPUT__0" in outcome.output
+    assert any(label in outcome.output for label in LABELS)
