@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from deploy.cli.output import console, emit_json, interactive
 from deploy.errors import ValidationFailedError
+
+if TYPE_CHECKING:
+    from deploy.validation import Report
 
 RepoArgument = Annotated[
     Path, typer.Argument(help="Triton model repository (one folder per model).")
@@ -47,23 +50,15 @@ def validate(
         )
 
 
-def _render_report(report: object) -> None:
-    from rich.table import Table
-
-    from deploy.validation import Report
-
-    assert isinstance(report, Report)
+def _render_report(report: Report) -> None:
     out = console()
-    if not report.diagnostics:
-        out.print(f"{report.repository}: {report.models} model(s), no problems found")
-        return
-    table = Table("severity", "file", "field", "problem", "fix", show_lines=True)
     for d in report.diagnostics:
         style = "red" if d.severity == "error" else "yellow"
-        table.add_row(f"[{style}]{d.severity}[/]", d.file, d.field, d.message, d.fix)
-    out.print(table)
+        where = f"{d.file}: {d.field}" if d.field else d.file
+        out.print(f"[{style}]{d.severity}[/] {where}: {d.message}", markup=True)
+        out.print(f"  fix: {d.fix}", markup=False)
     out.print(
-        f"{report.models} model(s): {len(report.errors)} error(s), "
+        f"{report.repository}: {report.models} model(s), {len(report.errors)} error(s), "
         f"{len(report.warnings)} warning(s)"
     )
 

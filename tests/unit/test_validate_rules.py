@@ -1,0 +1,108 @@
+"""Every validation rule, each against a bad repository in tests/fixtures/repos/invalid/.
+
+Each fixture folder is a small repository plus `expected.json`: the exact
+diagnostics (severity, model, file, field, message, fix) `deploy validate`
+must report, and the `--instance` it runs with.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from deploy.cli import app
+from deploy.repository import Model
+from deploy.validation import Context, Diagnostic, register_rule, validate_repository, warning
+from deploy.validation.instances import gpu_count
+from deploy.validation.registry import MODEL_RULES
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "repos"
+INVALID = sorted(p.name for p in (FIXTURES / "invalid").iterdir() if p.is_dir())
+EXAMPLES = Path(__file__).resolve().parents[2] / "model_packages" / "examples"
+
+
+def relative(diagnostic: Diagnostic, root: Path) -> dict[str, str]:
+    found = diagnostic.as_dict()
+    if Path(found["file"]).is_relative_to(root):
+        found["file"] = Path(found["file"]).relative_to(root).as_posix()
+    return found
+
+
+@pytest.mark.parametrize("case", INVALID)
+def test_rule_reports_the_exact_diagnostics(case: str) -> None:
+    root = FIXTURES / "invalid" / case
+    expected = json.loads((root / "expected.json").read_text())
+    report = validate_repository(root, instance_type=expected["instance_type"])
+    assert [relative(d, root) for d in report.diagnostics] == expected["diagnostics"]
+
+
+def test_every_rule_has_a_case() -> None:
+    # Guard against a rule list that grows without fixtures: at least 45 cases.
+    assert len(INVALID) >= 45
+    assert any(
+        d["severity"] == "warning"
+        for case in INVALID
+        for d in json.loads((FIXTURES / "invalid" / case / "expected.json").read_text())[
+            "diagnostics"
+        ]
+    )
+
+
+def test_valid_configs_from_tritons_documentation_validate_cleanly() -> None:
+    report = validate_repository(FIXTURES / "valid_triton_docs")
+    assert report.diagnostics == ()
+    assert report.models == 8
+
+
+def test_examples_validate_cleanly_on_cpu_and_gpu_instances() -> None:
+    for instance in (None, "ml.m5.xlarge", "ml.g5.xlarge"):
+        assert validate_repository(EXAMPLES, instance_type=instance).diagnostics == ()
+
+
+def test_registered_rule_runs_with_the_instance_type() -> None:
+    seen: list[str | None] = []
+
+    def neuron_rule(ctx: Context, model: Model) -> list[Diagnostic]:
+        seen.append(ctx.instance_type)
+        if ctx.instance_type and ctx.instance_type.startswith("ml.inf1."):
+            return [warning(model.name, ctx.file_of(model), "x", "checked", "none")]
+        return []
+
+    register_rule(neuron_rule)
+    try:
+        report = validate_repository(EXAMPLES, instance_type="ml.inf1.xlarge")
+        assert "ml.inf1.xlarge" in seen
+        assert [d.message for d in report.warnings].count("checked") == 6
+    finally:
+        MODEL_RULES.remove(neuron_rule)
+
+
+def test_gpu_counts() -> None:
+    assert gpu_count("ml.g5.xlarge") == 1
+    assert gpu_count("ml.g5.12xlarge") == 4
+    assert gpu_count("ml.p4d.24xlarge") == 8
+    assert gpu_count("ml.m5.xlarge") == 0
+    assert gpu_count("ml.inf1.6xlarge") == 0
+    assert gpu_count("g5.xlarge") is None
+
+
+def test_cli_exit_codes_and_json() -> None:
+    runner = CliRunner()
+    bad = FIXTURES / "invalid" / "name_differs"
+    result = runner.invoke(app, ["validate", str(bad)])
+    assert result.exit_code == 1
+    assert "differs from the folder name" in result.output
+    assert "Traceback" not in result.output
+    as_json = runner.invoke(app, ["validate", str(bad), "--json"])
+    assert as_json.exit_code == 1
+    document = json.loads(as_json.stdout)
+    assert (document["ok"], document["errors"]) == (False, 1)
+    assert document["diagnostics"][0]["field"] == "name"
+    warn_only = runner.invoke(app, ["validate", str(FIXTURES / "invalid" / "dynamic_no_batch")])
+    assert warn_only.exit_code == 0
+    assert "warning" in warn_only.output
+    missing = runner.invoke(app, ["validate", str(FIXTURES / "nope")])
+    assert missing.exit_code == 1
