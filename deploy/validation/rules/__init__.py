@@ -7,6 +7,6 @@ plus what SageMaker multi-model hosting adds.
 
 from __future__ import annotations
 
-from deploy.validation.rules import config, ensemble, files, torchscript
+from . import config, ensemble, files, torchscript
 
 __all__ = ["config", "ensemble", "files", "torchscript"]
