@@ -159,8 +159,8 @@ class AsyncEndpoint:
                 continue
             return finish(prepared, body, content_type)
 
-    def _setup(self) -> None:
-        import aiohttp
+    def _resolve(self) -> None:
+        """URL, region and credentials; blocking (credential providers may call out)."""
         from botocore.auth import SigV4Auth
 
         runtime = self._sync.runtime
@@ -172,11 +172,20 @@ class AsyncEndpoint:
         self._signed = credentials is not None
         if credentials is not None:
             self._signer = (SigV4Auth, credentials, runtime.meta.region_name)
-        self._http = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=self.max_connections),
-            timeout=aiohttp.ClientTimeout(total=self.timeout, sock_connect=self.connect_timeout),
-            auto_decompress=False,
-        )
+
+    async def _start(self) -> None:
+        import aiohttp
+
+        if self._url is None:
+            await asyncio.to_thread(self._resolve)
+        if self._http is None:
+            self._http = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self.max_connections),
+                timeout=aiohttp.ClientTimeout(
+                    total=self.timeout, sock_connect=self.connect_timeout
+                ),
+                auto_decompress=False,
+            )
 
     def _headers(self, prepared: Prepared) -> dict[str, str]:
         headers = {"Content-Type": prepared.request.content_type}
@@ -198,8 +207,8 @@ class AsyncEndpoint:
         import aiohttp
 
         if self._http is None:
-            self._setup()
-        assert self._http is not None and self._url is not None  # set by _setup
+            await self._start()
+        assert self._http is not None and self._url is not None  # set by _start
         model = prepared.route.model
         where = f"endpoint {self.name!r}, model {model!r}"
         try:

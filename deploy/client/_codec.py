@@ -102,7 +102,19 @@ def encode_input(name: str, value: Any, datatype: str | None = None) -> EncodedI
             )
         datatype = value.datatype
         value = value.data
-    array = value if isinstance(value, np.ndarray) else np.asarray(value)
+    if isinstance(value, np.ndarray):
+        array = value
+    elif datatype in FIXED_DTYPES:
+        # Plain Python values take the declared type (float32 for BF16, rounded later).
+        wanted = np.float32 if datatype == "BF16" else FIXED_DTYPES[datatype]
+        try:
+            array = np.asarray(value, dtype=wanted)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise InvalidInputError(f"is not {datatype}: {exc}", where=where) from exc
+    elif datatype == "BYTES":
+        array = np.asarray(value, dtype=object)
+    else:
+        array = np.asarray(value)
     if datatype is None:
         datatype = datatype_of(array, where=where)
     elif datatype not in DATATYPES:

@@ -349,3 +349,15 @@ def test_forged_huge_bytes_shape_is_refused_without_allocating() -> None:
     head = json.dumps(header).encode()
     with pytest.raises(ResponseFormatError, match="cannot hold 1000000000000 elements"):
         decode(head + body[size:], content_type(len(head)))
+
+
+def test_python_lists_take_the_declared_datatype() -> None:
+    item = encode_input("X", [[1, 2.5]], "FP32")
+    assert (item.datatype, item.shape, item.nbytes) == ("FP32", (1, 2), 8)
+    assert encode_input("T", ["a", b"b"], "BYTES").nbytes == 10
+    assert encode_input("B", [1.0], "BF16").nbytes == 2
+    with pytest.raises(InvalidInputError, match=r"input 'X'.*not INT8"):
+        encode_input("X", [1000], "INT8")
+    # Arrays keep their dtype: a mismatch is the caller's to fix, not silently cast.
+    with pytest.raises(InvalidInputError, match="FP32"):
+        encode_input("X", np.array([1.0]), "FP32")
