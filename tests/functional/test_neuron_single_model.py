@@ -181,3 +181,94 @@ def test_unknown_model_names_the_served_ones(endpoint: object) -> None:
     message = str(raised.value)
     assert "unknown model 'resnet'" in message
     assert "classifier_batched, classifier_single" in message
+
+
+def test_the_image_serve_script_serves_the_layout(
+    repository: Path, compiled: Path, tmp_path: Path
+) -> None:
+    """infra/neuron/serve (the Neuron image's start command) on this machine's tritonserver."""
+    import signal
+    import subprocess
+    import time
+    import urllib.request
+
+    import tritonclient.http as triton_http
+
+    from deploy.local.single_model import stage_repository
+    from deploy.local.supervisor import free_port, ping
+    from deploy.local.triton import find_triton, prepare_backends, triton_environment
+
+    install = find_triton()
+    staged = tmp_path / "opt-ml-model"
+    stage_repository(repository, staged, router="router", router_instances=1)
+    port = free_port()
+    env = triton_environment(
+        install,
+        {
+            "SAGEMAKER_MULTI_MODEL": "false",
+            "SAGEMAKER_TRITON_MODEL_REPOSITORY": str(staged),
+            "SAGEMAKER_BIND_TO_PORT": str(port),
+            "TRITONSERVER": str(install.binary),
+            "TRITON_BACKEND_DIRECTORY": str(prepare_backends(install, tmp_path / "backends")),
+        },
+    )
+    serve = Path(__file__).resolve().parents[2] / "infra" / "neuron" / "serve"
+    log = tmp_path / "serve.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [str(serve)], env=env, cwd=install.stub_site, stdout=sink, stderr=subprocess.STDOUT
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while not ping(port):
+            assert process.poll() is None, log.read_text(errors="replace")
+            assert time.monotonic() < deadline, log.read_text(errors="replace")
+            time.sleep(0.1)
+        images = _images(2, seed=4)
+        for model in ("classifier_batched", "classifier_single"):
+            tensor = triton_http.InferInput("INPUT__0", list(images.shape), "FP32")
+            tensor.set_data_from_numpy(images, binary_data=True)
+            body, header = triton_http.InferenceServerClient.generate_request_body(
+                [tensor],
+                outputs=[triton_http.InferRequestedOutput("OUTPUT__0", binary_data=True)],
+                parameters={"target_model": model},
+            )
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{port}/invocations",
+                data=body,
+                headers={
+                    "Content-Type": "application/vnd.sagemaker-triton.binary+json;"
+                    f"json-header-size={header}"
+                },
+            )
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                content_type = answer.headers["Content-Type"]
+                raw = answer.read()
+            size = int(content_type.rsplit("=", 1)[1])
+            parsed = triton_http.InferenceServerClient.parse_response_body(raw, header_length=size)
+            np.testing.assert_allclose(
+                parsed.as_numpy("OUTPUT__0"), _reference(compiled, images), rtol=1e-5, atol=1e-6
+            )
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def test_the_image_serve_script_refuses_a_missing_router(tmp_path: Path) -> None:
+    import subprocess
+
+    (tmp_path / "classifier").mkdir()
+    serve = Path(__file__).resolve().parents[2] / "infra" / "neuron" / "serve"
+    result = subprocess.run(
+        [str(serve)],
+        env={"PATH": "/usr/bin:/bin", "SAGEMAKER_TRITON_MODEL_REPOSITORY": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "no model router" in result.stderr and "deploy neuron router" in result.stderr
