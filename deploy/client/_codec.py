@@ -38,6 +38,10 @@ JSON_CONTENT_TYPE = "application/json"
 _HEADER_SIZE_PARAM = "json-header-size"
 _BINARY_PREFIX = f"{BINARY_CONTENT_TYPE};{_HEADER_SIZE_PARAM}="
 _LENGTH = struct.Struct("<I")
+# One encoder, built once: json.dumps(..., separators=...) builds a new one per call.
+_JSON = json.JSONEncoder(separators=(",", ":"))
+_quote = json.encoder.encode_basestring
+_DECODER = json.JSONDecoder()
 _MAX_ELEMENT = 2**32 - 1
 
 Buffer = bytes | memoryview
@@ -55,7 +59,7 @@ class Tensor:
     datatype: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class EncodedInput:
     """One input ready to send: its header entry and its bytes (not yet joined)."""
 
@@ -66,7 +70,7 @@ class EncodedInput:
     nbytes: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class EncodedRequest:
     """A request body and the header size its content type announces."""
 
@@ -78,7 +82,7 @@ class EncodedRequest:
         return f"{BINARY_CONTENT_TYPE};{_HEADER_SIZE_PARAM}={self.header_size}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class DecodedResponse:
     """Outputs by name (in response order) and the response's own fields."""
 
@@ -195,6 +199,19 @@ def _bytes_parts(array: np.ndarray[Any, Any], where: str) -> tuple[list[Buffer],
     return parts, nbytes
 
 
+def _tensor_entries(items: Sequence[EncodedInput]) -> str:
+    # Written by hand: this runs on every call and the generic encoder is several
+    # times slower. Names are JSON-quoted; datatypes and shapes are known-safe.
+    return ",".join(
+        [
+            f'{{"name":{_quote(item.name)},"datatype":"{item.datatype}",'
+            f'"shape":[{",".join(map(str, item.shape))}],'
+            f'"parameters":{{"binary_data_size":{item.nbytes}}}}}'
+            for item in items
+        ]
+    )
+
+
 def encode_request(
     inputs: Sequence[EncodedInput],
     outputs: Sequence[str] | None = None,
@@ -204,39 +221,38 @@ def encode_request(
     binary_output: bool = True,
 ) -> EncodedRequest:
     """Build the body: the JSON header, then every input's bytes in order."""
-    parameters = dict(parameters or {})
-    header: dict[str, Any] = {
-        "inputs": [
-            {
-                "name": item.name,
-                "datatype": item.datatype,
-                "shape": list(item.shape),
-                "parameters": {"binary_data_size": item.nbytes},
-            }
-            for item in inputs
-        ]
-    }
     if class_count is not None and not outputs:
         raise InvalidInputError(
             "class_count needs the output names",
             fix="pass outputs=[...] or give the endpoint a manifest",
         )
+    if class_count is not None and (type(class_count) is not int or class_count < 1):
+        raise InvalidInputError(f"class_count must be a positive integer, not {class_count!r}")
+    merged = dict(parameters) if parameters else {}
+    text = ['{"inputs":[', _tensor_entries(inputs), "]"]
     if outputs:
-        entries = []
-        for name in outputs:
-            output_parameters: dict[str, Any] = {"binary_data": binary_output}
-            if class_count is not None:
-                output_parameters["classification"] = class_count
-            entries.append({"name": name, "parameters": output_parameters})
-        header["outputs"] = entries
+        flag = "true" if binary_output else "false"
+        extra = f',"classification":{class_count}' if class_count is not None else ""
+        entries = ",".join(
+            f'{{"name":{_quote(name)},"parameters":{{"binary_data":{flag}{extra}}}}}'
+            for name in outputs
+        )
+        text += [',"outputs":[', entries, "]"]
+    elif not merged:
+        # The common case, without the generic encoder's per-call setup.
+        text.append(
+            ',"parameters":{"binary_data_output":%s}' % ("true" if binary_output else "false")
+        )
+        merged = {}
     else:
-        parameters.setdefault("binary_data_output", binary_output)
-    if parameters:
-        header["parameters"] = parameters
-    try:
-        head = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"request parameters are not JSON: {exc}") from exc
+        merged.setdefault("binary_data_output", binary_output)
+    if merged:
+        try:
+            text += [',"parameters":', _JSON.encode(merged)]
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"request parameters are not JSON: {exc}") from exc
+    text.append("}")
+    head = "".join(text).encode("utf-8")
     chunks: list[Buffer] = [head]
     for item in inputs:
         chunks.extend(item.parts)
@@ -260,18 +276,7 @@ def encode_response(outputs: Sequence[EncodedInput]) -> EncodedRequest:
 
     For tests and benchmarks that need server-side bodies; same layout as a request.
     """
-    header = {
-        "outputs": [
-            {
-                "name": item.name,
-                "datatype": item.datatype,
-                "shape": list(item.shape),
-                "parameters": {"binary_data_size": item.nbytes},
-            }
-            for item in outputs
-        ]
-    }
-    head = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    head = ('{"outputs":[' + _tensor_entries(outputs) + "]}").encode("utf-8")
     chunks: list[Buffer] = [head]
     for item in outputs:
         chunks.extend(item.parts)
@@ -317,7 +322,9 @@ def decode_request(body: Buffer | bytearray, content_type: str | None) -> Decode
 
 
 def _decode(body: Buffer | bytearray, content_type: str | None, key: str) -> DecodedResponse:
-    view = memoryview(body).cast("B")
+    view = memoryview(body)
+    if view.format != "B" or view.ndim != 1:
+        view = view.cast("B")
     header_size = header_size_of(content_type)
     if header_size is None:
         header_size = view.nbytes
@@ -337,7 +344,7 @@ def _decode(body: Buffer | bytearray, content_type: str | None, key: str) -> Dec
 
 def _parse_header(raw: memoryview) -> dict[str, Any]:
     try:
-        header = json.loads(raw.tobytes().decode("utf-8"))
+        header = _DECODER.decode(str(raw, "utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ResponseFormatError(f"response header is not JSON: {exc}") from exc
     if not isinstance(header, dict):
