@@ -201,5 +201,34 @@ def compile_(
     console().print(f"wrote [bold]{written}[/bold] (Neuron-compiled TorchScript)")
 
 
+@neuron_app.command("package")
+def package(
+    repository: Annotated[Path, typer.Argument(help="Triton model repository (the inf1 layout).")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for model.tar.gz + manifest.json.")],
+    instance_type: Annotated[
+        str | None, typer.Option("--instance", help="Check NeuronCores fit this inf1 size first.")
+    ] = None,
+    router_instances: Annotated[int, typer.Option("--router-instances")] = 4,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the manifest as JSON.")] = False,
+) -> None:
+    """Package every model plus the router as one single-model archive (ModelDataUrl)."""
+    from deploy.cli.output import console, emit_json
+    from deploy.neuron.package import ARCHIVE_NAME, package_single_model
+    from deploy.neuron.planning import repository_core_ranges, require_core_plan
+
+    if instance_type is not None:
+        require_core_plan(repository_core_ranges(repository), instance_type)
+    manifest = package_single_model(repository, out, router_instances=router_instances)
+    if as_json:
+        emit_json(manifest)
+        return
+    archive = manifest["archive"]
+    console().print(
+        f"wrote [bold]{out / ARCHIVE_NAME}[/bold] ({archive['bytes']} bytes, "
+        f"sha256 {archive['sha256'][:16]}…): {', '.join(sorted(manifest['models']))} "
+        f"+ {manifest['router']}"
+    )
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(neuron_app, name="neuron")

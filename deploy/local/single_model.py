@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import signal
 import tempfile
 import threading
@@ -35,9 +34,8 @@ from deploy.local.triton import TritonInstall, prepare_backends
 from deploy.neuron.router import (
     DEFAULT_ROUTER_INSTANCES,
     ROUTER_NAME,
-    read_models,
     single_model_manifest,
-    write_router,
+    stage_layout,
 )
 
 MANIFEST_NAME = "manifest.json"
@@ -131,13 +129,7 @@ def stage_repository(
     repository: Path, staging: Path, *, router: str, router_instances: int
 ) -> dict[str, Any]:
     """Links to `repository`'s model folders plus a fresh router; returns the manifest."""
-    models = read_models(repository, exclude=[router])
-    if staging.exists():
-        shutil.rmtree(staging)
-    staging.mkdir(parents=True)
-    for model in models:
-        (staging / model.name).symlink_to((repository / model.name).resolve())
-    write_router(staging, name=router, instances=router_instances)
+    models = stage_layout(repository, staging, router=router, router_instances=router_instances)
     return single_model_manifest(models, router=router)
 
 

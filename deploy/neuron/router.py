@@ -197,6 +197,24 @@ def write_router(
     return target
 
 
+def stage_layout(
+    repository: Path,
+    staging: Path,
+    *,
+    router: str = ROUTER_NAME,
+    router_instances: int = DEFAULT_ROUTER_INSTANCES,
+) -> list[RoutedModel]:
+    """`staging` := links to `repository`'s model folders plus a fresh router."""
+    models = read_models(repository, exclude=[router])
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    for model in models:
+        (staging / model.name).symlink_to((repository / model.name).resolve())
+    write_router(staging, name=router, instances=router_instances)
+    return models
+
+
 def single_model_manifest(
     models: list[RoutedModel], *, router: str = ROUTER_NAME
 ) -> dict[str, Any]:

@@ -186,21 +186,26 @@ def test_unknown_model_names_the_served_ones(endpoint: object) -> None:
 def test_the_image_serve_script_serves_the_layout(
     repository: Path, compiled: Path, tmp_path: Path
 ) -> None:
-    """infra/neuron/serve (the Neuron image's start command) on this machine's tritonserver."""
+    """infra/neuron/serve (the Neuron image's start command) over the extracted
+    `deploy neuron package` archive, on this machine's tritonserver."""
     import signal
     import subprocess
+    import tarfile
     import time
     import urllib.request
 
     import tritonclient.http as triton_http
 
-    from deploy.local.single_model import stage_repository
     from deploy.local.supervisor import free_port, ping
     from deploy.local.triton import find_triton, prepare_backends, triton_environment
+    from deploy.neuron.package import package_single_model
 
     install = find_triton()
+    # As SageMaker does: the single-model archive extracted into /opt/ml/model.
+    package_single_model(repository, tmp_path / "package", router_instances=1)
     staged = tmp_path / "opt-ml-model"
-    stage_repository(repository, staged, router="router", router_instances=1)
+    with tarfile.open(tmp_path / "package" / "model.tar.gz") as archive:
+        archive.extractall(staged, filter="data")
     port = free_port()
     env = triton_environment(
         install,

@@ -1,0 +1,76 @@
+"""`deploy neuron package`: the inf1 layout as one SageMaker single-model archive.
+
+A single-model endpoint loads one `model.tar.gz` into /opt/ml/model. It holds
+every model folder of the repository plus the generated router at its root;
+`manifest.json` next to it says `"hosting": "single-model"` for the SDK and
+records the archive's digest. The archive is written with the packaging
+component's deterministic tar.gz writer (ISA-L), so the same repository gives
+the same bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from deploy.errors import NeuronError
+from deploy.neuron.router import (
+    DEFAULT_ROUTER_INSTANCES,
+    ROUTER_NAME,
+    single_model_manifest,
+    stage_layout,
+)
+
+ARCHIVE_NAME = "model.tar.gz"
+MANIFEST_NAME = "manifest.json"
+
+
+def _entries(staged: Path) -> list[Any]:
+    from deploy.packaging.layout import DIR_MODE, EXEC_MODE, FILE_MODE, Entry
+    from deploy.repository.files import skipped
+
+    entries: list[Entry] = []
+    # followlinks: the model folders are links into the user's repository.
+    for current, dirnames, filenames in os.walk(staged, followlinks=True):
+        here = Path(current)
+        dirnames[:] = sorted(d for d in dirnames if not skipped(d))
+        for name in dirnames:
+            arcname = PurePosixPath((here / name).relative_to(staged).as_posix())
+            entries.append(Entry(str(arcname), "dir", DIR_MODE))
+        for name in sorted(n for n in filenames if not skipped(n)):
+            path = here / name
+            stat = path.stat()
+            mode = EXEC_MODE if stat.st_mode & 0o111 else FILE_MODE
+            arcname = PurePosixPath(path.relative_to(staged).as_posix())
+            entries.append(Entry(str(arcname), "file", mode, stat.st_size, source=path))
+    return sorted(entries, key=lambda entry: entry.arcname)
+
+
+def package_single_model(
+    repository: Path,
+    out: Path,
+    *,
+    router: str = ROUTER_NAME,
+    router_instances: int = DEFAULT_ROUTER_INSTANCES,
+) -> dict[str, Any]:
+    """Write `out/model.tar.gz` and `out/manifest.json`; returns the manifest."""
+    import json
+
+    from deploy.packaging.archive import write_archive
+    from deploy.packaging.atomic import atomic_file, atomic_write_bytes
+
+    with tempfile.TemporaryDirectory(prefix="deploy-inf1-") as scratch:
+        staged = Path(scratch) / "model"
+        models = stage_layout(repository, staged, router=router, router_instances=router_instances)
+        entries = _entries(staged)
+        try:
+            with atomic_file(out / ARCHIVE_NAME) as archive:
+                sha256, size, _ = write_archive(entries, archive.handle)
+        except OSError as exc:
+            raise NeuronError(f"cannot write the archive: {exc}", where=str(out)) from exc
+    manifest = single_model_manifest(models, router=router)
+    manifest["archive"] = {"key": ARCHIVE_NAME, "sha256": sha256, "bytes": size}
+    atomic_write_bytes(out / MANIFEST_NAME, (json.dumps(manifest, indent=2) + "\n").encode())
+    return manifest
