@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -257,7 +258,18 @@ class ModelStore:
                     Metadata={SHA256_METADATA: sha256},
                 )["UploadId"]
 
-        def send(number: int) -> tuple[int, str, int]:
+        stop = threading.Event()
+
+        def send(number: int) -> tuple[int, str, int] | None:
+            if stop.is_set():
+                return None  # another part failed: leave the rest for the resumed run
+            try:
+                return send_part(number)
+            except BaseException:
+                stop.set()
+                raise
+
+        def send_part(number: int) -> tuple[int, str, int]:
             if before_part:
                 before_part(number)
             with path.open("rb") as handle:
@@ -287,8 +299,10 @@ class ModelStore:
                 if error is not None:
                     # The upload stays open; the next run resumes it.
                     raise error
-                number, etag, length = future.result()
-                sent[number] = (etag, length)
+                outcome = future.result()
+                if outcome is not None:
+                    number, etag, length = outcome
+                    sent[number] = (etag, length)
         parts: list[dict[str, Any]] = []
         for number in range(1, count + 1):
             etag = sent[number][0] if number in sent else done[number]

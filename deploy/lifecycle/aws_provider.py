@@ -73,7 +73,7 @@ class AwsProvider:
         self.sagemaker = SageMaker(self.session)
         self.autoscaling = AutoScaling(self.session)
         self.cloudwatch = CloudWatch(self.session)
-        self._template_cache = template_cache or Path("build/templates")
+        self._template_cache = template_cache or _default_template_cache()
         self._synthesize = synthesize
         self._templates: dict[str, dict[str, Any]] | None = None
         self._smoke_url = smoke_endpoint_url
@@ -168,16 +168,34 @@ class AwsProvider:
         return InfraSpec(
             instance_type=variant.instance_type,
             initial_instance_count=initial,
-            min_instance_count=bounds.min_capacity if bounds else initial,
-            max_instance_count=bounds.max_capacity if bounds else initial,
+            min_instance_count=bounds[0] if bounds else initial,
+            max_instance_count=bounds[1] if bounds else initial,
         )
 
-    def _bounds(self, endpoint: str, variant: str) -> Any:
-        # The scalable target names the endpoint as the template asks for it; an
-        # emulator may have generated a different physical name.
-        return self.autoscaling.bounds(endpoint, variant) or self.autoscaling.bounds(
-            self.settings.endpoint_name, variant
-        )
+    def _bounds(self, endpoint: str, variant: str) -> tuple[int, int, str] | None:
+        """(min, max, source) of the variant's instance count.
+
+        Application Auto Scaling is asked first (by the physical endpoint name, then
+        by the name the template asks for); without a scalable target there (an
+        emulator that does not model them), the deployed template's is read.
+        """
+        for name in (endpoint, self.settings.endpoint_name):
+            bounds = self.autoscaling.bounds(name, variant)
+            if bounds is not None:
+                return bounds.min_capacity, bounds.max_capacity, "application-autoscaling"
+        template = self.stacks.template(self.stack("endpoint")) or {}
+        for resource in template.get("Resources", {}).values():
+            properties = resource.get("Properties", {})
+            if (
+                resource.get("Type") == "AWS::ApplicationAutoScaling::ScalableTarget"
+                and properties.get("ScalableDimension") == "sagemaker:variant:DesiredInstanceCount"
+            ):
+                return (
+                    int(properties["MinCapacity"]),
+                    int(properties["MaxCapacity"]),
+                    "deployed template",
+                )
+        return None
 
     def plan_infra(self, desired: InfraSpec) -> InfraPlan:
         resources: list[dict[str, str]] = []
@@ -457,11 +475,7 @@ class AwsProvider:
             if variant is not None:
                 bounds = self._bounds(state.name, variant.name)
                 if bounds is not None:
-                    result["scaling"] = {
-                        "min": bounds.min_capacity,
-                        "max": bounds.max_capacity,
-                        "policies": list(bounds.policies),
-                    }
+                    result["scaling"] = {"min": bounds[0], "max": bounds[1], "source": bounds[2]}
                 health = self.cloudwatch.variant_health(state.name, variant.name)
                 result["metrics"] = {
                     "window_minutes": health.window_minutes,
@@ -473,9 +487,13 @@ class AwsProvider:
         return result
 
     def down(self, *, purge: bool, timeout_s: float = 3600.0) -> dict[str, Any]:
-        """Delete the endpoint (and API, network) stacks; the model store only with purge."""
+        """Delete the endpoint (and API) stacks: nothing billed per hour remains.
+
+        The model store and the network stay (the next `deploy up` reuses them)
+        unless `purge`, which empties and deletes the bucket, then both stacks.
+        """
         removed: list[str] = []
-        components = ["api", "endpoint", "network"] + (["model-store"] if purge else [])
+        components = ["api", "endpoint"] + (["model-store", "network"] if purge else [])
         location = self.store_location() if purge else None
         for component in components:
             name = self.stack(component)
@@ -520,6 +538,16 @@ class AwsProvider:
             "bytes_freed": sum(sizes[name] for name in doomed),
             "dry_run": dry_run,
         }
+
+
+def _default_template_cache() -> Path:
+    from deploy.errors import ConfigError
+    from deploy.lifecycle.templates import project_root
+
+    try:
+        return project_root() / "build" / "templates"
+    except ConfigError:
+        return Path("build/templates")
 
 
 def failure_reason(events: Sequence[StackEvent], fallback: str) -> str:

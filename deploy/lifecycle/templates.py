@@ -92,9 +92,11 @@ def stage_templates(
 ) -> dict[str, dict[str, Any]]:
     """Stack name → template (rollout-safe), in deployment order."""
     root = root_dir or _root_or_cwd()
-    key = hashlib.sha256(
-        (settings.model_dump_json() + _infra_fingerprint(root)).encode()
-    ).hexdigest()[:20]
+    # Only what the CDK app reads: paths of models and packages do not matter here.
+    relevant = settings.model_dump_json(
+        include={"stage", "region", "endpoint_name", "instance_type", "infra"}
+    )
+    key = hashlib.sha256((relevant + _infra_fingerprint(root)).encode()).hexdigest()[:20]
     folder = cache_dir / key
     index = folder / "stacks.json"
     if index.is_file():
