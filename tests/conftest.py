@@ -59,3 +59,25 @@ def local_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEn
         yield LocalEndpointHandle(endpoint.url, endpoint.endpoint_name, store, manifest, endpoint)
     finally:
         endpoint.stop()
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[str]:
+    """One moto server (S3, SageMaker, CloudFormation, ...) for the session; its URL.
+
+    Tests point boto3 at it with AWS_ENDPOINT_URL (monkeypatched) and keep their
+    resources apart by name (stage, bucket).
+    """
+    import socket
+
+    from moto.server import ThreadedMotoServer
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()

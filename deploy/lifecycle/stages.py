@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from deploy.config import DeploySettings
-from deploy.errors import ConfigError, PackagingError
+from deploy.errors import ConfigError, PackagingError, ValidationFailedError
 from deploy.lifecycle.plan import (
     InfraSpec,
     ModelChange,
@@ -65,15 +65,24 @@ def validate(settings: DeploySettings, repository: Path) -> None:
             where=str(repository),
             fix="pass the repository folder, or set `repository` in deploy.toml",
         )
+    from deploy.validation import validate_repository
+
+    report = validate_repository(repository, instance_type=settings.instance_type)
+    if report.errors:
+        first = report.errors[0]
+        more = f" (and {len(report.errors) - 1} more)" if len(report.errors) > 1 else ""
+        raise ValidationFailedError(
+            f"model {first.model!r}: {first.message}{more}",
+            where=first.file + (f": {first.field}" if first.field else ""),
+            fix=(first.fix or "correct the model") + "; `deploy validate` lists every problem",
+        )
 
 
 def package(repository: Path, package_dir: Path) -> tuple[dict[str, Any], Path]:
     """Incremental packaging (unchanged models keep their archives); returns the manifest."""
-    import importlib
+    from deploy.packaging import package_repository
 
-    # Imported by name: packaging is its own component with its own release pace.
-    packaging: Any = importlib.import_module("deploy.packaging")
-    packaging.package_repository(repository, package_dir)
+    package_repository(repository, package_dir)
     return read_package(package_dir)
 
 

@@ -7,10 +7,10 @@ data plane is exercised in test_lifecycle_up_e2e.py against Triton).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,21 +37,15 @@ pytestmark = [
 PART = 5 * 1024 * 1024
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
-def moto_env() -> Iterator[str]:
-    """A moto server standing in for AWS, with the account CDK-bootstrapped."""
-    from moto.server import ThreadedMotoServer
+def moto_env(moto_server: str) -> Iterator[str]:
+    """boto3 pointed at the session's moto server, the account CDK-bootstrapped."""
+    with aws_environment(moto_server):
+        yield moto_server
 
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    url = f"http://127.0.0.1:{port}"
+
+@contextlib.contextmanager
+def aws_environment(url: str) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AWS_ENDPOINT_URL", url)
         patch.setenv("AWS_ACCESS_KEY_ID", "testing")
@@ -59,19 +53,17 @@ def moto_env() -> Iterator[str]:
         patch.setenv("AWS_DEFAULT_REGION", "us-east-1")
         patch.delenv("AWS_PROFILE", raising=False)
         # What `cdk bootstrap` leaves behind and the templates' BootstrapVersion reads.
-        boto3.client("ssm", region_name="us-east-1").put_parameter(
-            Name="/cdk-bootstrap/hnb659fds/version", Value="30", Type="String"
+        boto3.client("ssm").put_parameter(
+            Name="/cdk-bootstrap/hnb659fds/version", Value="30", Type="String", Overwrite=True
         )
         # moto's server imports a service's models on its first request, and only then
-        # can its CloudFormation create that service's resources (scalable targets,
-        # alarms, topics): touch each service the templates use once.
+        # can its CloudFormation create that service's resources: touch each once.
         boto3.client("application-autoscaling").describe_scalable_targets(
             ServiceNamespace="sagemaker"
         )
         boto3.client("cloudwatch").describe_alarms()
         boto3.client("sns").list_topics()
-        yield url
-    server.stop()
+        yield
 
 
 class Package:
