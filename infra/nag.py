@@ -26,6 +26,10 @@ REVIEWED: dict[str, str] = {
         "SageMaker names the endpoint's log streams at run time inside "
         "/aws/sagemaker/Endpoints/<endpoint>; the grant is limited to that log group"
     ),
+    "data-capture-prefix": (
+        "SageMaker names data-capture objects by variant, date and request at run time; "
+        "the write grant is limited to the endpoint's capture prefix"
+    ),
     "python-runtime": (
         "the front door is pinned to python3.12 on purpose: a runtime bump is a reviewed "
         "change (the handler uses only the standard library and the runtime's boto3)"

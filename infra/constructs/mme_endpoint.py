@@ -87,6 +87,15 @@ class MultiModelEndpoint(Construct):
             applies_to=[RegexAppliesTo(regex=rf"/^Resource::<.+\.Arn>\/{re.escape(prefix)}\*$/")],
         )
         suppress(self.role, "IAM5", "execution-role-star", applies_to=["Resource::*"])
+        if data_capture_percent:
+            suppress(
+                self.role,
+                "IAM5",
+                "data-capture-prefix",
+                applies_to=[
+                    RegexAppliesTo(regex=rf"/^Resource::<.+\.Arn>\/{re.escape(capture_prefix)}\*$/")
+                ],
+            )
         suppress(
             self.role,
             "IAM5",
