@@ -43,8 +43,8 @@ def desired_infra(settings: DeploySettings) -> InfraSpec:
     )
 
 
-def validate(settings: DeploySettings, repository: Path) -> None:
-    """Checks that need no AWS call: the instance type and the repository."""
+def validate(settings: DeploySettings, repository: Path, *, models: bool = True) -> None:
+    """Checks that need no AWS call: the instance type and (with `models`) the repository."""
     parts = settings.instance_type.split(".")
     if len(parts) != 3 or parts[0] != "ml":
         raise ConfigError(
@@ -59,6 +59,8 @@ def validate(settings: DeploySettings, repository: Path) -> None:
             fix="use a GPU (ml.g5.xlarge) or CPU (ml.m5.xlarge) instance; "
             "Inferentia needs a single-model endpoint (`deploy neuron`)",
         )
+    if not models:
+        return
     if not repository.is_dir():
         raise ConfigError(
             "model repository not found",

@@ -55,7 +55,8 @@ def up(
     reporter: Reporter,
 ) -> UpResult:
     started = time.monotonic()
-    stages.validate(settings, repository)
+    # A package deployed as it is was validated when it was written.
+    stages.validate(settings, repository, models=not options.skip_package)
     if options.skip_package:
         manifest, manifest_path = stages.read_package(package_dir)
     else:
