@@ -27,6 +27,11 @@ def serve(
     ),
     max_payload_mb: float = typer.Option(6.0, "--max-payload-mb", help="Request size limit."),
     verbose: bool = typer.Option(False, "--verbose", help="Verbose tritonserver log."),
+    auto_complete_config: bool = typer.Option(
+        False,
+        "--auto-complete-config",
+        help="Let Triton auto-complete model configs (as SageMaker does; slower loads).",
+    ),
     package_dir: Annotated[
         Path | None,
         typer.Option("--package-dir", help="Where to package a repository given as STORE."),
@@ -61,6 +66,7 @@ def serve(
         max_bytes=max_loaded_mb * 1024 * 1024 if max_loaded_mb else None,
         max_payload=int(max_payload_mb * 1024 * 1024),
         verbose=verbose,
+        auto_complete_config=auto_complete_config,
     )
     if mode == "single-model":
         from deploy.local.single_model import serve_single_model_forever

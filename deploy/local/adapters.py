@@ -77,15 +77,42 @@ def read_config(path: Path) -> mc.ModelConfig:
     return config
 
 
-def adapt_folder(root: Path, *, cuda_devices: int | None = None) -> AdaptReport:
-    """Adapt every model folder (`*/config.pbtxt`, or `root` itself) under `root`."""
+def adapt_folder(
+    root: Path, *, cuda_devices: int | None = None, auto_complete: bool = True
+) -> AdaptReport:
+    """Adapt every model folder (`*/config.pbtxt`, or `root` itself) under `root`.
+
+    With `auto_complete=False` (tritonserver started with
+    --disable-auto-complete-config) a model that relies on auto-completion is
+    refused by name instead of failing inside Triton.
+    """
     devices = cuda_device_count() if cuda_devices is None else cuda_devices
     report = AdaptReport()
     configs = [root / "config.pbtxt"] if (root / "config.pbtxt").is_file() else []
     configs += sorted(root.glob("*/config.pbtxt"))
     for path in configs:
+        if not auto_complete:
+            _require_complete(path)
         _adapt_model(path, devices, report)
     return report
+
+
+def _require_complete(path: Path) -> None:
+    config = read_config(path)
+    name = config.name or path.parent.name
+    defines_hook = any(
+        "def auto_complete_config" in script.read_text(encoding="utf-8", errors="replace")
+        for script in path.parent.glob("*/model.py")
+    )
+    incomplete = config.platform != "ensemble" and not (config.input and config.output)
+    if defines_hook or incomplete:
+        raise LocalEndpointError(
+            "the model relies on Triton's config auto-completion"
+            + (" (model.py defines auto_complete_config)" if defines_hook else ""),
+            where=f"model {name} ({path})",
+            fix="complete its config.pbtxt (inputs, outputs), or run the endpoint with "
+            "--auto-complete-config",
+        )
 
 
 def _adapt_model(path: Path, cuda_devices: int, report: AdaptReport) -> None:

@@ -42,6 +42,7 @@ class EndpointOptions:
     model_wait: float = 120.0
     invoke_timeout: float = 60.0
     verbose: bool = False
+    auto_complete_config: bool = False  # Triton's config auto-completion (slower loads)
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
@@ -67,7 +68,10 @@ class LocalEndpoint:
         self._own_work_dir = work_dir is None
         self.work_dir = work_dir or Path(tempfile.mkdtemp(prefix="deploy-local-"))
         self.supervisor = TritonSupervisor(
-            self.work_dir / "triton", port=self.options.triton_port, verbose=self.options.verbose
+            self.work_dir / "triton",
+            port=self.options.triton_port,
+            verbose=self.options.verbose,
+            auto_complete=self.options.auto_complete_config,
         )
         self.platform = ModelPlatform(
             self.store,
@@ -76,6 +80,7 @@ class LocalEndpoint:
             max_models=self.options.max_models,
             max_bytes=self.options.max_bytes,
             max_archive_bytes=self.options.max_archive_bytes,
+            auto_complete=self.options.auto_complete_config,
         )
         self.supervisor.on_crash.append(self.platform.server_crashed)
         self.supervisor.on_restart.append(self.platform.server_restarted)

@@ -48,6 +48,7 @@ _KEPT_HEADERS = frozenset(
     }
 )
 Reply = tuple[int, list[tuple[str, str]], bytes]
+_TARGET_HEADER = wire.TARGET_MODEL.encode()
 
 
 class UpstreamError(Exception):
@@ -133,11 +134,17 @@ class UpstreamPool:
         if not connection.closed:
             self._idle.append(connection)
 
-    async def _acquire(self) -> _Upstream:
+    def idle(self) -> _Upstream | None:
         while self._idle:
             connection = self._idle.pop()
             if not connection.closed:
                 return connection
+        return None
+
+    async def _acquire(self) -> _Upstream:
+        connection = self.idle()
+        if connection is not None:
+            return connection
         loop = asyncio.get_running_loop()
         try:
             _, protocol = await loop.create_connection(
@@ -156,6 +163,22 @@ class UpstreamPool:
         size: int,
     ) -> tuple[int, bytes, bytes]:
         connection = await self._acquire()
+        future = self.send(connection, path, target_model, headers, body, size)
+        timer = asyncio.get_running_loop().call_later(self.timeout, connection.time_out)
+        try:
+            return await future
+        finally:
+            timer.cancel()
+
+    def send(
+        self,
+        connection: _Upstream,
+        path: str,
+        target_model: str,
+        headers: dict[bytes, bytes],
+        body: list[bytes],
+        size: int,
+    ) -> asyncio.Future[tuple[int, bytes, bytes]]:
         head = [
             f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {size}\r\n"
             f"X-Amzn-SageMaker-Target-Model: {target_model}\r\n".encode()
@@ -167,12 +190,7 @@ class UpstreamPool:
         if accept is not None:
             head.append(b"Accept: " + accept + b"\r\n")
         head.append(b"\r\n")
-        future = connection.send(b"".join(head), body)
-        timer = asyncio.get_running_loop().call_later(self.timeout, connection.time_out)
-        try:
-            return await future
-        finally:
-            timer.cancel()
+        return connection.send(b"".join(head), body)
 
     def close(self) -> None:
         while self._idle:
@@ -253,27 +271,36 @@ class _Connection(asyncio.Protocol):
             request.body.append(body)
 
     def on_message_complete(self) -> None:
-        self.queue.append(self.current)
-        if not self.busy:
-            self.busy = True
-            asyncio.get_running_loop().create_task(self._serve())
+        if self.busy:  # pipelined: answered in order
+            self.queue.append(self.current)
+            return
+        self.busy = True
+        self._dispatch(self.current)
 
-    async def _serve(self) -> None:
+    def _dispatch(self, request: _Request) -> None:
+        # Hot path: a loaded model and an idle upstream connection are served with
+        # callbacks only; anything else (first load, errors) goes through a task.
+        if not self.frontend.forward_now(request, self._finish):
+            asyncio.get_running_loop().create_task(self._serve(request))
+
+    async def _serve(self, request: _Request) -> None:
         try:
-            while self.queue:
-                request = self.queue.popleft()
-                try:
-                    status, headers, body = await self.frontend.handle(request)
-                except Exception as exc:  # a bug: answer InternalFailure, keep serving
-                    log.exception("front end failed on %r", request.url)
-                    status, headers, body = wire.internal_failure(
-                        f"the local endpoint failed: {exc}"
-                    ).encode()
-                self._write(status, headers, body, request.keep_alive)
-                if not request.keep_alive:
-                    self._close()
-                    return
-        finally:
+            reply = await self.frontend.handle(request)
+        except Exception as exc:  # a bug: answer InternalFailure, keep serving
+            log.exception("front end failed on %r", request.url)
+            reply = wire.internal_failure(f"the local endpoint failed: {exc}").encode()
+        self._finish(request, reply)
+
+    def _finish(self, request: _Request, reply: Reply) -> None:
+        self._write(*reply, request.keep_alive)
+        if not request.keep_alive:
+            self._close()
+            self.queue.clear()
+            self.busy = False
+            return
+        if self.queue:
+            self._dispatch(self.queue.popleft())
+        else:
             self.busy = False
 
     def _write(
@@ -311,6 +338,7 @@ class FrontEnd:
         self.platform = platform
         self.server_ready = server_ready
         self.endpoint_name = endpoint_name
+        self._invocations_path = f"/endpoints/{endpoint_name}/invocations".encode()
         self.max_payload = max_payload
         self.model_wait = model_wait
         self.upstream = UpstreamPool(lambda: platform.server.port, invoke_timeout)
@@ -383,28 +411,87 @@ class FrontEnd:
                     f"/models/{name}/invoke", target, request.headers, request.body, request.size
                 )
             except UpstreamError as exc:
-                if self.server_ready():
-                    return wire.model_error(target, 0, str(exc), self.log_stream).encode()
-                return wire.service_unavailable(
-                    f"the model server stopped while serving {target} ({exc}); it is restarting"
-                ).encode()
-            if status == 200:
-                return (
-                    200,
-                    [
-                        ("Content-Type", content_type.decode("latin-1")),
-                        (wire.INVOKED_VARIANT, wire.DEFAULT_VARIANT),
-                        ("x-amzn-RequestId", str(uuid.uuid4())),
-                    ],
-                    body,
-                )
+                return self._upstream_failed(target, exc)
             if status == 404 and attempt == 1:
                 # Triton no longer has it (evicted, or restarted): load again, once.
                 self.platform.forget(target)
                 continue
             break
+        return self._answer(target, status, content_type, body)
+
+    def _answer(self, target: str, status: int, content_type: bytes, body: bytes) -> Reply:
+        if status == 200:
+            return (
+                200,
+                [
+                    ("Content-Type", content_type.decode("latin-1")),
+                    (wire.INVOKED_VARIANT, wire.DEFAULT_VARIANT),
+                    ("x-amzn-RequestId", str(uuid.uuid4())),
+                ],
+                body,
+            )
         message = wire.triton_error_message(body) or wire.reason(status)
         return wire.model_error(target, status, message, self.log_stream).encode()
+
+    def _upstream_failed(self, target: str, exc: BaseException) -> Reply:
+        if self.server_ready():
+            return wire.model_error(target, 0, str(exc), self.log_stream).encode()
+        return wire.service_unavailable(
+            f"the model server stopped while serving {target} ({exc}); it is restarting"
+        ).encode()
+
+    def forward_now(self, request: _Request, done: Callable[[_Request, Reply], None]) -> bool:
+        """Forward a call to a loaded model without a task; False: use `handle`."""
+        path = request.url
+        raw_target = request.headers.get(_TARGET_HEADER)
+        if (
+            raw_target is None
+            or request.too_large
+            or request.method != b"POST"
+            or path != self._invocations_path
+        ):
+            return False
+        target = raw_target.decode("latin-1")
+        name = self.platform.lookup(target)
+        if name is None:
+            return False
+        connection = self.upstream.idle()
+        if connection is None:
+            return False
+        future = self.upstream.send(
+            connection,
+            f"/models/{name}/invoke",
+            target,
+            request.headers,
+            request.body,
+            request.size,
+        )
+        timer = asyncio.get_running_loop().call_later(self.upstream.timeout, connection.time_out)
+
+        def finished(future: asyncio.Future[tuple[int, bytes, bytes]]) -> None:
+            timer.cancel()
+            exc = future.exception()
+            if exc is not None:
+                done(request, self._upstream_failed(target, exc))
+                return
+            status, content_type, body = future.result()
+            if status == 404:  # evicted or restarted meanwhile: the slow path reloads it
+                asyncio.get_running_loop().create_task(self._finish_slowly(request, done))
+                return
+            done(request, self._answer(target, status, content_type, body))
+
+        future.add_done_callback(finished)
+        return True
+
+    async def _finish_slowly(
+        self, request: _Request, done: Callable[[_Request, Reply], None]
+    ) -> None:
+        try:
+            reply = await self.handle(request)
+        except Exception as exc:
+            log.exception("front end failed on %r", request.url)
+            reply = wire.internal_failure(f"the local endpoint failed: {exc}").encode()
+        done(request, reply)
 
     async def _load(self, target: str) -> str | Reply:
         loop = asyncio.get_running_loop()

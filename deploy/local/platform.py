@@ -101,6 +101,7 @@ class ModelPlatform:
         max_archive_bytes: int = DEFAULT_MAX_EXTRACTED_BYTES,
         load_timeout: float = 600.0,
         cuda_devices: int | None = None,
+        auto_complete: bool = False,
     ) -> None:
         self.store = store
         self.work_dir = work_dir
@@ -110,6 +111,7 @@ class ModelPlatform:
         self.max_archive_bytes = max_archive_bytes
         self.load_timeout = load_timeout
         self.cuda_devices = cuda_devices
+        self.auto_complete = auto_complete
         self.loads: dict[str, int] = {}  # TargetModel -> times loaded (for status and tests)
         self.evictions = 0
         self._loaded: OrderedDict[str, LoadedModel] = OrderedDict()  # LRU order, oldest first
@@ -181,7 +183,9 @@ class ModelPlatform:
                 if isinstance(self.store, S3Store):
                     archive.unlink(missing_ok=True)
             try:
-                report = adapt_folder(model_dir, cuda_devices=self.cuda_devices)
+                report = adapt_folder(
+                    model_dir, cuda_devices=self.cuda_devices, auto_complete=self.auto_complete
+                )
             except BaseException:
                 shutil.rmtree(folder, ignore_errors=True)
                 raise
@@ -302,6 +306,7 @@ class ModelPlatform:
         )
         return {
             "store": self.store.location,
+            "triton_port": self.server.port,
             "loaded": loaded,
             "available": available,
             "evictions": self.evictions,

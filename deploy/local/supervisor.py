@@ -74,6 +74,7 @@ class TritonSupervisor:
         verbose: bool = False,
         install: TritonInstall | None = None,
         environment: dict[str, str] | None = None,
+        auto_complete: bool = False,
     ) -> None:
         self.workdir = workdir
         self.port = port or free_port()
@@ -82,6 +83,10 @@ class TritonSupervisor:
         self.stop_timeout = stop_timeout
         self.max_restarts = max_restarts
         self.verbose = verbose
+        # Off by default: the python backend's auto-complete pass starts an extra stub
+        # per load (~1.2 s of a ~1.4 s load here). Models that need it are refused by
+        # name at extraction (adapters.py) unless the endpoint runs with it on.
+        self.auto_complete = auto_complete
         self.restarts = 0
         self.on_crash: list[Callable[[], None]] = []
         self.on_restart: list[Callable[[], None]] = []
@@ -163,6 +168,7 @@ class TritonSupervisor:
             "--allow-grpc=false",
             "--allow-http=false",
             "--allow-metrics=false",
+            *([] if self.auto_complete else ["--disable-auto-complete-config"]),
             # SageMaker's own defaults for the python backend's shared memory.
             "--backend-config=python,shm-default-byte-size=16777216",
             "--backend-config=python,shm-growth-byte-size=1048576",

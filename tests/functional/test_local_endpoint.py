@@ -203,6 +203,16 @@ def test_traversal_archive_is_refused_and_writes_nothing_outside(
     assert not (platform.work_dir / platform.hash_for("tests/evil.tar.gz") / "model").exists()
 
 
+def test_model_needing_config_auto_completion_is_refused_by_name(store: Path, runtime: Any) -> None:
+    files = addsub_files("autocomplete")
+    files["autocomplete/1/model.py"] += (
+        b"\n    @staticmethod\n    def auto_complete_config(config):\n        return config\n"
+    )
+    write_archive(store / "tests" / "autocomplete.tar.gz", files)
+    with pytest.raises(runtime.exceptions.ValidationError, match=r"model autocomplete .*auto"):
+        invoke(runtime, "local", "tests/autocomplete.tar.gz", {"INPUT0": A, "INPUT1": B})
+
+
 def test_concurrent_cold_invocations_load_once(local_endpoint: Any, store: Path) -> None:
     platform = local_endpoint.endpoint.platform
     results: list[Any] = []

@@ -1,0 +1,330 @@
+"""Local endpoint benchmark: front end vs Triton's SageMaker port, and cold load.
+
+Prints one JSON document. In this same run it measures:
+
+- `throughput`: requests/s and p50/p99 latency for the `addsub` example at
+  concurrency 1, 8 and 32, through the front end
+  (`POST /endpoints/local/invocations` + TargetModel) and straight to
+  tritonserver's SageMaker port (`POST /models/<hash>/invoke`, the baseline),
+  with the same keep-alive HTTP/1.1 load generator and the same binary body.
+  Rounds alternate between the two so background load hits both alike.
+  Targets: front end ≥ 80% of direct throughput at concurrency 8, ≤ 0.4 ms
+  added p50 at concurrency 1.
+- `cold_load`: first invocation of a ~500 MB model (fetch + sha256 + safe
+  extraction + Triton load + the call) against the time to extract its
+  archive alone (`deploy.local.archive.extract_archive`, and `tar -xzf`).
+  Target: cold load ≤ 1.5× the extract time.
+
+The endpoint runs as `python -m deploy serve` in its own process; client,
+front end and tritonserver share this machine's cores.
+
+    python bench/local_endpoint.py [--quick] [--seconds S] [--model-mb MB]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.client
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from deploy.local.archive import extract_archive  # noqa: E402
+from deploy.local.supervisor import free_port  # noqa: E402
+
+CONTENT_TYPE = "application/vnd.sagemaker-triton.binary+json;json-header-size={}"
+
+BIG_MODEL = """
+import os
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def initialize(self, args):
+        path = os.path.join(args["model_repository"], args["model_version"], "weights.bin")
+        self.weights = np.fromfile(path, dtype=np.float32)  # read it all, like a real model
+
+    def execute(self, requests):
+        out = np.array([[float(self.weights[:4].sum())]], dtype=np.float32)
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("Y", out)]) for _ in requests]
+"""
+BIG_CONFIG = """
+name: "big"
+backend: "python"
+max_batch_size: 0
+input [ { name: "X" data_type: TYPE_FP32 dims: [1, 1] } ]
+output [ { name: "Y" data_type: TYPE_FP32 dims: [1, 1] } ]
+instance_group [ { kind: KIND_CPU count: 1 } ]
+"""
+
+
+def binary_body(inputs: dict[str, np.ndarray]) -> tuple[bytes, str]:
+    import tritonclient.http as th
+    from tritonclient.utils import np_to_triton_dtype
+
+    tensors = []
+    for name, array in inputs.items():
+        tensor = th.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
+        tensor.set_data_from_numpy(array, binary_data=True)
+        tensors.append(tensor)
+    body, header = th.InferenceServerClient.generate_request_body(tensors)
+    return body, CONTENT_TYPE.format(header)
+
+
+# -- load generator ---------------------------------------------------------------
+async def _worker(
+    port: int, request: bytes, deadline: float, latencies: list[float], errors: list[int]
+) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    clock = time.perf_counter
+    try:
+        while clock() < deadline:
+            started = clock()
+            writer.write(request)
+            head = await reader.readuntil(b"\r\n\r\n")
+            status = int(head[9:12])
+            length = 0
+            for line in head.split(b"\r\n"):
+                if line[:15].lower() == b"content-length:":
+                    length = int(line[15:])
+            await reader.readexactly(length)
+            latencies.append(clock() - started)
+            if status != 200:
+                errors.append(status)
+    finally:
+        writer.close()
+
+
+async def _drive(port: int, request: bytes, concurrency: int, seconds: float) -> dict[str, Any]:
+    latencies: list[float] = []
+    errors: list[int] = []
+    started = time.perf_counter()
+    deadline = started + seconds
+    await asyncio.gather(
+        *(_worker(port, request, deadline, latencies, errors) for _ in range(concurrency))
+    )
+    elapsed = time.perf_counter() - started
+    ordered = np.sort(np.array(latencies)) * 1000
+    return {
+        "requests": len(latencies),
+        "errors": len(errors),
+        "req_per_s": round(len(latencies) / elapsed, 1),
+        "p50_ms": round(float(np.percentile(ordered, 50)), 3),
+        "p99_ms": round(float(np.percentile(ordered, 99)), 3),
+    }
+
+
+def load(port: int, request: bytes, concurrency: int, seconds: float) -> dict[str, Any]:
+    try:
+        import uvloop
+
+        return uvloop.run(_drive(port, request, concurrency, seconds))
+    except ImportError:
+        return asyncio.run(_drive(port, request, concurrency, seconds))
+
+
+def http_request(path: str, headers: dict[str, str], body: bytes) -> bytes:
+    head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {len(body)}\r\n"
+    head += "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    return head.encode() + b"\r\n" + body
+
+
+# -- endpoint process ------------------------------------------------------------------
+def get(port: int, path: str) -> tuple[int, bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    try:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def post(port: int, path: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    try:
+        connection.request("POST", path, body=body, headers=headers)
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def start_endpoint(store: Path, log: Path) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "deploy", "serve", str(store), "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if get(port, "/ping")[0] == 200:
+                return process, port
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    raise SystemExit(f"endpoint did not start; see {log}")
+
+
+# -- parts ------------------------------------------------------------------------------
+def throughput(store: Path, target: str, seconds: float, rounds: int, work: Path) -> dict[str, Any]:
+    process, port = start_endpoint(store, work / "serve-throughput.log")
+    try:
+        a = np.arange(4, dtype=np.float32).reshape(1, 4)
+        body, content_type = binary_body({"INPUT0": a, "INPUT1": a})
+        headers = {"Content-Type": content_type, "X-Amzn-SageMaker-Target-Model": target}
+        status, _ = post(port, "/endpoints/local/invocations", headers, body)
+        assert status == 200, status
+        listing = json.loads(get(port, "/models")[1])
+        name = next(m["hash"] for m in listing["loaded"] if m["target_model"] == target)
+        triton = listing["triton_port"]
+        via_front = http_request("/endpoints/local/invocations", headers, body)
+        direct = http_request(f"/models/{name}/invoke", headers, body)
+        results: dict[str, Any] = {}
+        for concurrency in (1, 8, 32):
+            load(port, via_front, concurrency, 0.5)  # warm both paths
+            load(triton, direct, concurrency, 0.5)
+            runs: dict[str, list[dict[str, Any]]] = {"front_end": [], "direct": []}
+            for _ in range(rounds):
+                runs["direct"].append(load(triton, direct, concurrency, seconds))
+                runs["front_end"].append(load(port, via_front, concurrency, seconds))
+            best = {k: max(v, key=lambda r: r["req_per_s"]) for k, v in runs.items()}
+            results[f"c{concurrency}"] = {
+                **best,
+                "rounds": runs,
+                "front_end_vs_direct_throughput": round(
+                    best["front_end"]["req_per_s"] / best["direct"]["req_per_s"], 3
+                ),
+                "added_p50_ms": round(best["front_end"]["p50_ms"] - best["direct"]["p50_ms"], 3),
+            }
+        return results
+    finally:
+        process.send_signal(2)
+        process.wait(30)
+
+
+def write_big_archive(store: Path, megabytes: int) -> tuple[str, Path]:
+    from isal import igzip
+
+    folder = store.parent / "big-src"
+    (folder / "big" / "1").mkdir(parents=True, exist_ok=True)
+    (folder / "big" / "config.pbtxt").write_text(BIG_CONFIG)
+    (folder / "big" / "1" / "model.py").write_text(BIG_MODEL)
+    weights = folder / "big" / "1" / "weights.bin"
+    rng = np.random.default_rng(0)
+    with weights.open("wb") as out:  # float weights barely compress: random data is fair
+        for _ in range(megabytes):
+            out.write(rng.standard_normal(262144, dtype=np.float32).tobytes())
+    target = "big.tar.gz"
+    with (
+        igzip.open(store / target, "wb", compresslevel=1) as raw,
+        tarfile.open(fileobj=raw, mode="w|") as tar,
+    ):
+        tar.add(folder / "big", arcname="big")
+    shutil.rmtree(folder)
+    return target, store / target
+
+
+def cold_load(store: Path, megabytes: int, work: Path) -> dict[str, Any]:
+    target, archive = write_big_archive(store, megabytes)
+    # Baselines: extraction alone, warm page cache (the endpoint reads the same file).
+    extract_s = []
+    for attempt in range(2):
+        destination = work / f"extract-{attempt}" / "model"
+        started = time.perf_counter()
+        extract_archive(archive, destination)
+        extract_s.append(time.perf_counter() - started)
+        shutil.rmtree(destination.parent)
+    tar_dir = work / "tar-x"
+    tar_dir.mkdir()
+    started = time.perf_counter()
+    subprocess.run(["tar", "-xzf", str(archive), "-C", str(tar_dir)], check=True)
+    tar_s = time.perf_counter() - started
+    shutil.rmtree(tar_dir)
+
+    process, port = start_endpoint(store, work / "serve-cold.log")
+    try:
+        body, content_type = binary_body({"X": np.ones((1, 1), np.float32)})
+        headers = {"Content-Type": content_type, "X-Amzn-SageMaker-Target-Model": target}
+        started = time.perf_counter()
+        status, answer = post(port, "/endpoints/local/invocations", headers, body)
+        cold = time.perf_counter() - started
+        if status != 200:
+            raise SystemExit(f"cold load failed: {status} {answer[:300]!r}")
+        started = time.perf_counter()
+        post(port, "/endpoints/local/invocations", headers, body)
+        warm = time.perf_counter() - started
+        listing = json.loads(get(port, "/models")[1])
+        loaded = next(m for m in listing["loaded"] if m["target_model"] == target)
+    finally:
+        process.send_signal(2)
+        process.wait(30)
+    best_extract = min(extract_s)
+    return {
+        "model_mb": megabytes,
+        "archive_mb": round(archive.stat().st_size / 1e6, 1),
+        "extract_s": round(best_extract, 3),
+        "tar_xzf_s": round(tar_s, 3),
+        "cold_invoke_s": round(cold, 3),
+        "platform_load_s": loaded["load_seconds"],
+        "warm_invoke_ms": round(warm * 1000, 2),
+        "cold_vs_extract": round(cold / best_extract, 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="short runs, a 100 MB model")
+    parser.add_argument("--seconds", type=float, default=None)
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--model-mb", type=int, default=None)
+    args = parser.parse_args()
+    seconds = args.seconds or (1.0 if args.quick else 3.0)
+    rounds = args.rounds or (1 if args.quick else 2)
+    megabytes = args.model_mb or (100 if args.quick else 500)
+
+    from deploy.packaging import package_repository
+
+    with tempfile.TemporaryDirectory(prefix="bench-local-") as tmp:
+        work = Path(tmp)
+        store = work / "store"
+        package_repository(ROOT / "model_packages" / "examples", store)
+        manifest = json.loads((store / "manifest.json").read_text())
+        target = manifest["models"]["addsub"]["target_model"]
+        report = {
+            "benchmark": "local_endpoint",
+            "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+            "seconds_per_run": seconds,
+            "rounds": rounds,
+            "throughput": throughput(store, target, seconds, rounds, work),
+            "cold_load": cold_load(store, megabytes, work),
+        }
+    c1, c8 = report["throughput"]["c1"], report["throughput"]["c8"]
+    report["targets"] = {
+        "c8_front_end_vs_direct>=0.8": c8["front_end_vs_direct_throughput"] >= 0.8,
+        "c1_added_p50_ms<=0.4": c1["added_p50_ms"] <= 0.4,
+        "cold_vs_extract<=1.5": report["cold_load"]["cold_vs_extract"] <= 1.5,
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
