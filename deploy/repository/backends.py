@@ -50,11 +50,31 @@ AUTOCOMPLETE_FILES: dict[str, tuple[str, str]] = {
 }
 
 
-def backend_of(platform: str, backend: str) -> str:
-    """The backend that serves a model (the `backend` field, else from `platform`)."""
+# Default model files from which Triton fills in a missing backend field.
+FILE_BACKENDS: dict[str, str] = {
+    "model.py": "python",
+    "model.onnx": "onnxruntime",
+    "model.pt": "pytorch",
+    "model.plan": "tensorrt",
+    "model.savedmodel": "tensorflow",
+    "model.graphdef": "tensorflow",
+    "model.xml": "openvino",
+}
+
+
+def backend_of(platform: str, backend: str, files: frozenset[str] = frozenset()) -> str:
+    """The backend that serves a model: `backend`, else from `platform`, else from its files.
+
+    `files` are the names found directly in the version folders.
+    """
     if backend:
         return backend
-    return PLATFORM_BACKENDS.get(platform, "")
+    if platform:
+        return PLATFORM_BACKENDS.get(platform, "")
+    for filename, inferred in FILE_BACKENDS.items():
+        if filename in files:
+            return inferred
+    return ""
 
 
 def default_model_file(platform: str, backend: str, default_model_filename: str) -> str | None:

@@ -167,7 +167,9 @@ def _tensors(entries: Any) -> tuple[Tensor, ...]:
 def _model(
     folder: Path, config: Any, config_path: Path | None, versions: tuple[ModelVersion, ...]
 ) -> Model:
-    backend = backend_of(config.platform, config.backend)
+    top_level = frozenset(p.parts[0] for v in versions for p in v.files)
+    top_level |= frozenset(c.name for v in versions for c in v.path.iterdir() if c.is_dir())
+    backend = backend_of(config.platform, config.backend, top_level)
     steps = tuple(
         EnsembleStep(
             model_name=step.model_name,

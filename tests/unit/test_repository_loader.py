@@ -121,3 +121,10 @@ def test_helpers() -> None:
     assert default_model_file("", "python", "custom.py") == "custom.py"
     assert default_model_file("", "identity", "") is None
     assert parse_config('name: "x" max_batch_size: 4').max_batch_size == 4
+
+
+def test_missing_backend_is_filled_in_from_the_model_file_like_triton(tmp_path: Path) -> None:
+    write(tmp_path / "m" / "config.pbtxt", 'name: "m"\nmax_batch_size: 1\n')
+    write(tmp_path / "m" / "1" / "model.py", "#")
+    model = load_repository(tmp_path).models["m"]
+    assert (model.config.backend, model.backend) == ("", "python")

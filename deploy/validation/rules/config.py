@@ -37,13 +37,16 @@ def platform_and_backend(ctx: Context, model: Model) -> Iterator[Diagnostic]:
     file = ctx.file_of(model)
     known_platforms = sorted([*PLATFORM_BACKENDS, ENSEMBLE_PLATFORM])
     if not platform and not backend:
-        yield error(
-            model.name,
-            file,
-            "backend",
-            "neither backend nor platform is set",
-            'set backend (e.g. backend: "python") or platform (e.g. platform: "onnxruntime_onnx")',
-        )
+        if not model.backend:  # Triton fills it in only from a default model file
+            yield error(
+                model.name,
+                file,
+                "backend",
+                "neither backend nor platform is set, and no model file shows which backend "
+                "serves it",
+                'set backend (e.g. backend: "python") or platform '
+                '(e.g. platform: "onnxruntime_onnx")',
+            )
         return
     if platform and platform not in known_platforms:
         yield error(
@@ -359,11 +362,12 @@ def batch_inputs_outputs(ctx: Context, model: Model) -> Iterator[Diagnostic]:
     outputs = {t.name for t in model.outputs}
     config = model.config
     if (config.batch_input or config.batch_output) and config.max_batch_size <= 0:
-        yield error(
+        # Triton loads such a config and never fills the batch inputs.
+        yield warning(
             model.name,
             file,
             "batch_input" if config.batch_input else "batch_output",
-            "batch inputs/outputs need batching, but max_batch_size is 0",
+            "batch inputs/outputs only apply to batched models, but max_batch_size is 0",
             "set max_batch_size > 0 or remove batch_input/batch_output",
         )
     for index, batch_input in enumerate(config.batch_input):

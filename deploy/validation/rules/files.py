@@ -67,9 +67,12 @@ def version_policy(ctx: Context, model: Model) -> Iterator[Diagnostic]:
     if policy.WhichOneof("policy_choice") != "specific":
         return
     present = {v.number for v in model.versions}
-    for number in policy.specific.versions:
+    named = list(policy.specific.versions)
+    # Triton loads the named versions that exist; with none of them it fails.
+    report = error if not present.intersection(named) else warning
+    for number in named:
         if number not in present:
-            yield error(
+            yield report(
                 model.name,
                 ctx.file_of(model),
                 "version_policy.specific.versions",
