@@ -439,28 +439,32 @@ def _parse_bytes(data: memoryview, count: int, where: str) -> np.ndarray[Any, An
         raise ResponseFormatError(
             f"BYTES data of {data.nbytes} bytes cannot hold {count} elements", where=where
         )
-    result = np.empty(count, dtype=object)
+    # One copy of the region, then bytes slicing: cheaper than a memoryview slice per item.
+    raw = data.tobytes()
+    items: list[bytes] = [b""] * count
     offset = 0
-    end = data.nbytes
+    end = len(raw)
     unpack = _LENGTH.unpack_from
     for index in range(count):
         if offset + 4 > end:
             raise ResponseFormatError(
                 f"BYTES data ends inside the length of element {index} of {count}", where=where
             )
-        (length,) = unpack(data, offset)
+        (length,) = unpack(raw, offset)
         offset += 4
         if offset + length > end:
             raise ResponseFormatError(
                 f"BYTES element {index} claims {length} bytes but only {end - offset} remain",
                 where=where,
             )
-        result[index] = data[offset : offset + length].tobytes()
+        items[index] = raw[offset : offset + length]
         offset += length
     if offset != end:
         raise ResponseFormatError(
             f"BYTES data has {end - offset} bytes after its {count} elements", where=where
         )
+    result = np.empty(count, dtype=object)
+    result[:] = items
     return result
 
 
