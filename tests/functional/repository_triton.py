@@ -168,3 +168,44 @@ def shared_tritonserver(
 
         config.add_cleanup(stop)
     return _SHARED[key]
+
+
+def mme_load(server: TritonProcess, folder: Path, target_model: str) -> tuple[int, bytes]:
+    """POST /models for a folder laid out as SageMaker extracts archives (`.../<hash>/model`)."""
+    import json
+
+    request = urllib.request.Request(
+        server.url + "/models",
+        data=json.dumps({"model_name": folder.parent.name, "url": str(folder)}).encode(),
+        headers={"X-Amzn-SageMaker-Target-Model": target_model},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return int(response.status), response.read()
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), exc.read()
+
+
+def mme_invoke(
+    server: TritonProcess, name_hash: str, target_model: str, inputs: list[object]
+) -> object:
+    """Invoke a loaded model with Triton's binary protocol; returns tritonclient's InferResult."""
+    import tritonclient.http as httpclient
+
+    body, header_length = httpclient.InferenceServerClient.generate_request_body(inputs)
+    request = urllib.request.Request(
+        server.url + f"/models/{name_hash}/invoke",
+        data=body,
+        headers={
+            "X-Amzn-SageMaker-Target-Model": target_model,
+            "Content-Type": "application/vnd.sagemaker-triton.binary+json;"
+            f"json-header-size={header_length}",
+        },
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        content_type = response.headers.get("Content-Type", "")
+        payload = response.read()
+    size = int(content_type.split("=")[-1]) if "json-header-size=" in content_type else None
+    return httpclient.InferenceServerClient.parse_response_body(payload, header_length=size)
