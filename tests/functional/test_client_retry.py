@@ -48,6 +48,7 @@ class Script:
     replies: list[Reply] = field(default_factory=list)
     seen: list[dict[str, str]] = field(default_factory=list)
     bodies: list[bytes] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
 
 
 def make_handler(script: Script) -> type[BaseHTTPRequestHandler]:
@@ -61,6 +62,7 @@ def make_handler(script: Script) -> type[BaseHTTPRequestHandler]:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             script.seen.append({k.lower(): v for k, v in self.headers.items()})
             script.bodies.append(body)
+            script.paths.append(self.path)
             reply = script.replies.pop(0) if script.replies else Reply()
             time.sleep(reply.delay)
             if reply.drop:
@@ -104,6 +106,31 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Script]]:
     httpd.server_close()
 
 
+def signature_is_valid(script: Script, index: int) -> bool:
+    """Recompute the request's SigV4 signature with botocore from what arrived."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    headers = script.seen[index]
+    fields = dict(
+        part.strip().split("=", 1) for part in headers["authorization"].split(" ", 1)[1].split(",")
+    )
+    signed = fields["SignedHeaders"].split(";")
+    request = AWSRequest(
+        method="POST",
+        url=f"http://{headers['host']}{script.paths[index]}",
+        data=script.bodies[index],
+        headers={name: headers[name] for name in signed},
+    )
+    request.context["timestamp"] = headers["x-amz-date"]
+    auth = SigV4Auth(Credentials("testing", "testing"), "sagemaker", "us-east-1")
+    expected = auth.signature(
+        auth.string_to_sign(request, auth.canonical_request(request)), request
+    )
+    return bool(expected == fields["Signature"])
+
+
 def endpoint(url: str, **kw: Any) -> Endpoint:
     return Endpoint("ep", endpoint_url=url, retries=kw.pop("retries", FAST), **kw)
 
@@ -122,7 +149,10 @@ def test_throttling_cold_load_503_and_reset_are_retried(server: tuple[str, Scrip
     assert len(script.seen) == 5
     assert {s["x-amzn-sagemaker-target-model"] for s in script.seen} == {"m.tar.gz"}
     assert all(s["authorization"].startswith("AWS4-HMAC-SHA256") for s in script.seen)
+    assert all(signature_is_valid(script, index) for index in range(len(script.seen)))
     assert script.bodies[0] == script.bodies[-1]
+    script.bodies[0] += b" "  # the check itself must notice a changed payload
+    assert not signature_is_valid(script, 0)
 
 
 def test_507_from_the_model_is_retried(server: tuple[str, Script]) -> None:
@@ -187,6 +217,7 @@ def test_async_retries_and_signs(server: tuple[str, Script]) -> None:
     assert len(script.seen) == 7
     assert all(s["authorization"].startswith("AWS4-HMAC-SHA256") for s in script.seen)
     assert all("/sagemaker/aws4_request" in s["authorization"] for s in script.seen)
+    assert all(signature_is_valid(script, index) for index in range(len(script.seen)))
     assert script.seen[0]["x-amzn-sagemaker-target-model"] == "m.tar.gz"
 
 
