@@ -97,7 +97,7 @@ def up(
     out = console()
     out.print(f"local endpoint [bold]{endpoint_name}[/] at {url}")
     for smoke in result.smoke:
-        out.print(f"  smoke ok: {smoke.to_dict().get('model', smoke)}")
+        out.print(f"  smoke ok  {smoke.name:<16} {smoke.target_model}  {smoke.seconds:.2f} s")
     out.print(
         "call it with boto3:\n"
         "  import boto3\n"

@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -219,17 +218,28 @@ class LocalProvider:
         if self.max_loaded_models:
             command += ["--max-loaded-models", str(self.max_loaded_models)]
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("ab") as log:
-            process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # outlives this command and its terminal
-            )
+        # posix_spawn, not Popen: nothing here waits for the process, it outlives this
+        # command (its own session, so no terminal signal reaches it).
+        pid = os.posix_spawn(
+            sys.executable,
+            command,
+            dict(os.environ),
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (
+                    os.POSIX_SPAWN_OPEN,
+                    1,
+                    str(self.log_path),
+                    os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+                    0o644,
+                ),
+                (os.POSIX_SPAWN_DUP2, 1, 2),
+            ],
+            setsid=True,
+        )
         state = LocalState(
             endpoint_name=self.endpoint_name,
-            pid=process.pid,
+            pid=pid,
             port=port,
             url=f"http://127.0.0.1:{port}",
             log=str(self.log_path.resolve()),

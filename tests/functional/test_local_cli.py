@@ -1,0 +1,58 @@
+"""`deploy up --local`, `deploy status --local`, `deploy down --local` end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from deploy.cli import app
+from tests.conftest import EXAMPLES
+
+pytestmark = [pytest.mark.triton, pytest.mark.slow]
+
+
+def test_up_status_down_local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("deploy.packaging")
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    up = runner.invoke(
+        app,
+        ["up", "--local", "--repository", str(EXAMPLES), "--package-dir", "build", "--json"],
+    )
+    try:
+        assert up.exit_code == 0, up.output
+        document = json.loads(up.output)
+        smoked = {s["name"] for s in document["smoke"]}
+        assert smoked == {p.parent.name for p in EXAMPLES.glob("*/config.pbtxt")}
+        state = json.loads((tmp_path / ".deploy" / "local" / "local.json").read_text())
+        assert document["url"] == state["url"]
+
+        status = runner.invoke(app, ["status", "--local", "--json"])
+        assert status.exit_code == 0, status.output
+        listing = json.loads(status.output)
+        assert listing["status"] == "InService"
+        assert {m["target_model"] for m in listing["loaded"]} == set(listing["available"])
+
+        again = runner.invoke(
+            app,
+            ["up", "--local", "--repository", str(EXAMPLES), "--package-dir", "build", "--json"],
+        )
+        assert again.exit_code == 0, again.output
+        assert json.loads((tmp_path / ".deploy" / "local" / "local.json").read_text()) == state
+    finally:
+        down = runner.invoke(app, ["down", "--local"])
+    assert down.exit_code == 0 and "stopped" in down.output
+    with pytest.raises(ProcessLookupError):
+        os.kill(state["pid"], 0)
+    status = runner.invoke(app, ["status", "--local", "--json"])
+    assert json.loads(status.output)["status"] == "NotRunning"
+
+
+def test_serve_refuses_a_folder_that_is_no_store(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["serve", str(tmp_path), "--port", "0"])
+    assert result.exit_code == 1
+    assert "neither a model store" in result.output
