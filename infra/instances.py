@@ -40,8 +40,9 @@ def instance_spec(instance_type: str) -> InstanceSpec:
             f"{instance_type} cannot host a multi-model endpoint: SageMaker does not run "
             "multi-model endpoints on Inferentia/Trainium instances",
             where="instance_type",
-            fix="use a GPU (ml.g5.xlarge) or CPU (ml.m5.xlarge) instance for this stage; "
-            "Inferentia needs a single-model endpoint built with `deploy neuron`",
+            fix="use a GPU (ml.g5.xlarge) or CPU (ml.m5.xlarge) instance for a multi-model "
+            "stage; for Inferentia use an ml.inf1.* stage (a single-model endpoint, see "
+            "`deploy neuron`)",
         )
     return InstanceSpec(instance_type, family, "gpu" if family in GPU_FAMILIES else "cpu")
 

@@ -9,11 +9,9 @@ from __future__ import annotations
 import csv
 import importlib
 import json
-import socket
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -617,23 +615,6 @@ _ALARM_KEYS = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture(scope="session")
-def moto_url() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield f"http://127.0.0.1:{port}"
-    server.stop()
-
-
 def _client(service: str, url: str) -> Any:
     return boto3.client(
         service,
@@ -734,7 +715,8 @@ def _apply_skipped(template: dict[str, Any], refs: dict[str, str], url: str) -> 
 
 @pytest.mark.moto
 @pytest.mark.filterwarnings("ignore:Tried to parse AWS:UserWarning")
-def test_stacks_deploy_on_moto_cloudformation(cpu_stage: Stage, moto_url: str) -> None:
+def test_stacks_deploy_on_moto_cloudformation(cpu_stage: Stage, moto_server: str) -> None:
+    moto_url = moto_server
     # GIVEN the CPU stage's templates and its published Lambda asset
     _publish_assets(cpu_stage, moto_url)
     cloudformation = _client("cloudformation", moto_url)
@@ -787,11 +769,12 @@ def test_stacks_deploy_on_moto_cloudformation(cpu_stage: Stage, moto_url: str) -
     assert model["PrimaryContainer"]["Image"] == CPU_IMAGE
     assert model["PrimaryContainer"]["ModelDataUrl"].endswith("/store/models/")
     scaling = _client("application-autoscaling", moto_url)
-    targets = scaling.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"]
-    assert [(t["ResourceId"], t["MinCapacity"], t["MaxCapacity"]) for t in targets] == [
-        ("endpoint/triton-cpu/variant/AllTraffic", 1, 2)
+    variant = "endpoint/triton-cpu/variant/AllTraffic"
+    targets = scaling.describe_scalable_targets(ServiceNamespace="sagemaker", ResourceIds=[variant])
+    assert [(t["MinCapacity"], t["MaxCapacity"]) for t in targets["ScalableTargets"]] == [(1, 2)]
+    policies = scaling.describe_scaling_policies(ServiceNamespace="sagemaker", ResourceId=variant)[
+        "ScalingPolicies"
     ]
-    policies = scaling.describe_scaling_policies(ServiceNamespace="sagemaker")["ScalingPolicies"]
     assert [
         p["TargetTrackingScalingPolicyConfiguration"]["PredefinedMetricSpecification"][
             "PredefinedMetricType"

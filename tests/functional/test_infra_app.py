@@ -1,0 +1,157 @@
+"""The CDK app's entry points: context overrides, refused stages, `npx cdk synth`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from deploy.config import load_settings
+from infra.app import overrides_from_context
+from infra.errors import InfraConfigError
+from infra.instances import instance_spec, triton_image_uri
+
+pytestmark = [pytest.mark.cdk]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_context_overrides_split_into_settings(tmp_path: Path) -> None:
+    overrides = overrides_from_context(
+        {
+            "region": "eu-west-1",
+            "max_instance_count": "6",
+            "infra.min_instance_count": "2",
+            "availability-zones:account=0:region=x": ["a"],
+        }
+    )
+    assert overrides == {
+        "region": "eu-west-1",
+        "infra": {"max_instance_count": "6", "min_instance_count": "2"},
+    }
+    config = tmp_path / "deploy.toml"
+    config.write_text("[stages.prod.infra]\nmax_instance_count = 3\ninitial_instance_count = 2\n")
+    settings = load_settings(stage="prod", config_file=config, **overrides)
+    # -c beats deploy.toml field by field; the toml's other infra fields survive.
+    assert (settings.region, settings.infra.max_instance_count) == ("eu-west-1", 6)
+    assert (settings.infra.min_instance_count, settings.infra.initial_instance_count) == (2, 2)
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "message"),
+    [
+        ("ml.inf2.xlarge", r"cannot host a multi-model endpoint"),
+        ("ml.trn1.2xlarge", r"cannot host a multi-model endpoint"),
+        ("g5.xlarge", r"not of the form ml.<family>.<size>"),
+    ],
+)
+def test_unsupported_instances_are_refused_with_a_fix(instance_type: str, message: str) -> None:
+    with pytest.raises(InfraConfigError, match=message) as raised:
+        instance_spec(instance_type)
+    assert raised.value.where == "instance_type"
+    assert raised.value.fix
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "processor"),
+    [
+        ("ml.g4dn.xlarge", "gpu"),
+        ("ml.g5.xlarge", "gpu"),
+        ("ml.g6.2xlarge", "gpu"),
+        ("ml.p3.2xlarge", "gpu"),
+        ("ml.m5.xlarge", "cpu"),
+        ("ml.c5.2xlarge", "cpu"),
+    ],
+)
+def test_image_tag_follows_the_processor(instance_type: str, processor: str) -> None:
+    uri = triton_image_uri(region="eu-west-1", version="24.09", instance_type=instance_type)
+    assert uri.startswith("763104351884.dkr.ecr.eu-west-1.amazonaws.com/sagemaker-tritonserver:")
+    assert uri.endswith("24.09-py3" if processor == "gpu" else "24.09-py3-cpu")
+    assert instance_spec(instance_type).processor == processor
+
+
+def test_unknown_image_version_names_the_setting() -> None:
+    with pytest.raises(InfraConfigError, match=r"version '19\.01'") as raised:
+        triton_image_uri(region="us-east-1", version="19.01", instance_type="ml.g5.xlarge")
+    assert raised.value.where == "infra.triton_version"
+
+
+def _app_env(tmp_path: Path, context: dict[str, object]) -> dict[str, str]:
+    env = dict(os.environ)
+    env["CDK_CONTEXT_JSON"] = json.dumps(context)
+    env["CDK_OUTDIR"] = str(tmp_path / "out")
+    env["DEPLOY_CONFIG"] = str(tmp_path / "deploy.toml")
+    return env
+
+
+def test_app_reports_a_refused_stage_without_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "deploy.toml").write_text('[stages.edge]\ninstance_type = "ml.inf2.xlarge"\n')
+    result = subprocess.run(
+        [sys.executable, "-m", "infra.app"],
+        cwd=ROOT,
+        env=_app_env(tmp_path, {"stage": "edge"}),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "instance_type: ml.inf2.xlarge cannot host a multi-model endpoint" in result.stderr
+    assert "fix:" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+def test_npx_cdk_synth_selects_the_stage_quietly_and_offline(tmp_path: Path) -> None:
+    cdk = ROOT / "node_modules" / ".bin" / "cdk"
+    if not cdk.exists() or shutil.which("node") is None:
+        pytest.skip("the pinned CDK CLI is not installed (make install runs npm ci)")
+    (tmp_path / "deploy.toml").write_text(
+        '[stages.prod]\nendpoint_name = "triton-prod"\ninstance_type = "ml.g5.2xlarge"\n'
+        "[stages.prod.infra]\nmax_instance_count = 3\n"
+    )
+    env = dict(os.environ, DEPLOY_CONFIG=str(tmp_path / "deploy.toml"))
+    for name in (
+        "AWS_PROFILE",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "CDK_DEFAULT_ACCOUNT",
+    ):
+        env.pop(name, None)
+    out = tmp_path / "cdk.out"
+    result = subprocess.run(
+        [str(cdk), "synth", "-q", "-c", "stage=prod", "-c", "max_instance_count=6", "-o", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "end-of-life" not in result.stderr
+    assert "[Warning" not in result.stderr and "[Error" not in result.stderr, result.stderr
+    names = sorted(p.name for p in out.glob("*.template.json"))
+    assert names == [
+        "triton-prod-prod-api.template.json",
+        "triton-prod-prod-endpoint.template.json",
+        "triton-prod-prod-model-store.template.json",
+        "triton-prod-prod-network.template.json",
+    ]
+    endpoint = json.loads((out / "triton-prod-prod-endpoint.template.json").read_text())
+    (target,) = [
+        r["Properties"]
+        for r in endpoint["Resources"].values()
+        if r["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget"
+    ]
+    assert target["MaxCapacity"] == 6  # -c beats deploy.toml
+    (config,) = [
+        r["Properties"]
+        for r in endpoint["Resources"].values()
+        if r["Type"] == "AWS::SageMaker::EndpointConfig"
+    ]
+    assert config["ProductionVariants"][0]["InstanceType"] == "ml.g5.2xlarge"
