@@ -49,8 +49,10 @@ class ManifestSource:
         *,
         endpoint: str,
         client_factory: Callable[[str], Any],
+        discover: bool = True,
     ) -> None:
         self._location = location
+        self._discover_allowed = discover
         self._endpoint = endpoint
         self._client = client_factory
         self._cached: Manifest | None = location if isinstance(location, Manifest) else None
@@ -103,6 +105,12 @@ class ManifestSource:
     def _discover(self) -> Manifest | None:
         from botocore.exceptions import BotoCoreError, ClientError
 
+        if not self._discover_allowed:
+            self.reason = (
+                "no manifest was given, and discovery is skipped for an endpoint_url "
+                "without a SageMaker control plane (AWS_ENDPOINT_URL[_SAGEMAKER])"
+            )
+            return None
         try:
             sagemaker = self._client("sagemaker")
             endpoint = sagemaker.describe_endpoint(EndpointName=self._endpoint)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -29,6 +30,7 @@ from deploy.client._retry import Attempts, RetryPolicy, TransientError
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_REGION = "us-east-1"
 DEFAULT_RETRIES = RetryPolicy()
+_CONTROL_PLANE_ENV = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SAGEMAKER")
 
 
 class Endpoint:
@@ -68,7 +70,12 @@ class Endpoint:
         self._runtime = client
         self._clients: dict[str, Any] = {}
         location: ManifestLocation = manifest
-        self._manifest = ManifestSource(location, endpoint=name, client_factory=self._aws_client)
+        # A runtime URL of its own (the local endpoint) has no DescribeEndpoint behind it
+        # unless a control-plane URL is configured too (the moto server, a proxy).
+        discover = endpoint_url is None or any(os.environ.get(name) for name in _CONTROL_PLANE_ENV)
+        self._manifest = ManifestSource(
+            location, endpoint=name, client_factory=self._aws_client, discover=discover
+        )
 
     # -- public surface -------------------------------------------------------------
 
@@ -250,8 +257,12 @@ class Endpoint:
     def _aws_client(self, service: str) -> Any:
         """Control-plane clients (sagemaker, s3) for manifest discovery."""
         if service not in self._clients:
+            from botocore.config import Config
+
+            # Discovery is a convenience: fail fast rather than stall the first call.
+            config = Config(connect_timeout=5, read_timeout=10, retries={"total_max_attempts": 2})
             self._clients[service] = self._boto_session().client(
-                service, region_name=self._region()
+                service, region_name=self._region(), config=config
             )
         return self._clients[service]
 

@@ -169,3 +169,15 @@ def test_class_count_defaults_to_every_declared_output() -> None:
     request = prepared("addsub", {"INPUT0": ROW, "INPUT1": ROW}, class_count=2)
     names = [entry["name"] for entry in header(request)["outputs"]]
     assert names == ["OUTPUT0", "OUTPUT1"]
+
+
+def test_no_discovery_against_a_bare_runtime_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    from deploy.client import Endpoint
+
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SAGEMAKER"):
+        monkeypatch.delenv(name, raising=False)
+    endpoint = Endpoint("local", endpoint_url="http://127.0.0.1:9")
+    with pytest.raises(ModelNotFoundError, match="discovery is skipped") as caught:
+        endpoint.infer("addsub", {"INPUT0": ROW})
+    assert "pass manifest=" in str(caught.value)
+    assert endpoint.model_info("addsub") is None
