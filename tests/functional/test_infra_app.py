@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -106,13 +107,16 @@ def test_app_reports_a_refused_stage_without_a_traceback(tmp_path: Path) -> None
 
 @pytest.mark.slow
 def test_npx_cdk_synth_selects_the_stage_quietly_and_offline(tmp_path: Path) -> None:
-    cdk = ROOT / "node_modules" / ".bin" / "cdk"
-    if not cdk.exists() or shutil.which("node") is None:
+    cdk = str(ROOT / "node_modules" / ".bin" / "cdk")
+    if not Path(cdk).exists() or shutil.which("node") is None:
         pytest.skip("the pinned CDK CLI is not installed (make install runs npm ci)")
-    (tmp_path / "deploy.toml").write_text(
-        '[stages.prod]\nendpoint_name = "triton-prod"\ninstance_type = "ml.g5.2xlarge"\n'
-        "[stages.prod.infra]\nmax_instance_count = 3\n"
-    )
+    # The README's deploy.toml and synth command, as written, plus one -c override.
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Infrastructure (CDK)", 1)[1]
+    toml = re.search(r"```toml\n(.*?)```", section, flags=re.DOTALL)
+    command = re.search(r"^npx (cdk synth -c stage=prod)\b", section, flags=re.MULTILINE)
+    assert toml and command, "README lost its infrastructure example"
+    (tmp_path / "deploy.toml").write_text(toml.group(1))
     env = dict(os.environ, DEPLOY_CONFIG=str(tmp_path / "deploy.toml"))
     for name in (
         "AWS_PROFILE",
@@ -123,7 +127,7 @@ def test_npx_cdk_synth_selects_the_stage_quietly_and_offline(tmp_path: Path) -> 
         env.pop(name, None)
     out = tmp_path / "cdk.out"
     result = subprocess.run(
-        [str(cdk), "synth", "-q", "-c", "stage=prod", "-c", "max_instance_count=6", "-o", str(out)],
+        [cdk, *command.group(1).split()[1:], "-q", "-c", "max_instance_count=6", "-o", str(out)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -148,10 +152,10 @@ def test_npx_cdk_synth_selects_the_stage_quietly_and_offline(tmp_path: Path) -> 
         for r in endpoint["Resources"].values()
         if r["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget"
     ]
-    assert target["MaxCapacity"] == 6  # -c beats deploy.toml
+    assert (target["MinCapacity"], target["MaxCapacity"]) == (1, 6)  # -c beats deploy.toml
     (config,) = [
         r["Properties"]
         for r in endpoint["Resources"].values()
         if r["Type"] == "AWS::SageMaker::EndpointConfig"
     ]
-    assert config["ProductionVariants"][0]["InstanceType"] == "ml.g5.2xlarge"
+    assert config["ProductionVariants"][0]["InstanceType"] == "ml.g5.xlarge"
