@@ -20,6 +20,7 @@ import signal
 import tempfile
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any, cast
@@ -72,6 +73,8 @@ class SingleModelSupervisor(TritonSupervisor):
             "--backend-config=python,shm-default-byte-size=16777216",
             "--backend-config=python,shm-growth-byte-size=1048576",
             f"--log-verbose={1 if self.verbose else 0}",
+            # Generated configs are complete; skipping the pass saves a stub start per model.
+            *([] if self.auto_complete else ["--disable-auto-complete-config"]),
         ]
 
 
@@ -92,6 +95,11 @@ class _Models:
 
 class SingleModelFrontEnd(FrontEnd):
     """InvokeEndpoint → Triton's `/invocations`; a TargetModel is refused, as on SageMaker."""
+
+    def forward_now(self, request: _Request, done: Callable[[_Request, Reply], None]) -> bool:
+        # The multi-model hot path looks TargetModels up in the platform; here
+        # there is none, so every request takes `handle` (and `_invoke` below).
+        return False
 
     async def _invoke(self, request: _Request, endpoint: str) -> Reply:
         if endpoint != self.endpoint_name:
