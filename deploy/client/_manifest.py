@@ -118,7 +118,10 @@ def split_s3_url(url: str) -> tuple[str, str]:
 
 
 def manifest_url_for(model_data_url: str) -> str:
-    """The manifest next to a multi-model endpoint's ModelDataUrl prefix."""
+    """The manifest next to a multi-model endpoint's ModelDataUrl prefix, or next to
+    a single-model endpoint's archive (`.../model.tar.gz`, the inf1 layout)."""
+    if model_data_url.endswith(".tar.gz"):
+        model_data_url = model_data_url.rsplit("/", 1)[0]
     prefix = model_data_url if model_data_url.endswith("/") else model_data_url + "/"
     if not prefix.startswith("s3://"):
         raise ManifestError(f"model data URL {model_data_url!r} is not on S3")

@@ -84,3 +84,13 @@ def test_cli_checks_the_core_plan_before_writing(repository: Path, tmp_path: Pat
     )
     assert ok.exit_code == 0, ok.output
     assert json.loads(ok.stdout)["hosting"] == "single-model"
+
+
+def test_sdk_finds_the_manifest_next_to_the_single_model_archive() -> None:
+    from deploy.client._manifest import manifest_url_for
+    from deploy.neuron.package import ARCHIVE_NAME, MANIFEST_NAME
+
+    # The inf1 stage's ModelDataUrl is the archive itself; the manifest sits beside it.
+    url = f"s3://store/models/inf1/{ARCHIVE_NAME}"
+    assert manifest_url_for(url) == f"s3://store/models/inf1/{MANIFEST_NAME}"
+    assert manifest_url_for("s3://store/models/") == "s3://store/models/manifest.json"
