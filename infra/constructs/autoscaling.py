@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra.constructs.mme_endpoint import MultiModelEndpoint
+
+SAGEMAKER_AUTOSCALING_ROLE = (
+    "aws-service-role/sagemaker.application-autoscaling.amazonaws.com/"
+    "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint"
+)
 
 
 class VariantAutoscaling(Construct):
@@ -32,9 +38,23 @@ class VariantAutoscaling(Construct):
         gpu_utilization_percent: float | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        # The service-linked role Application Auto Scaling uses for SageMaker; naming its
+        # full ARN makes CloudFormation create it if the account has none yet (without
+        # it, CDK would add an empty role of its own).
+        service_linked_role = iam.Role.from_role_arn(
+            self,
+            "ServiceLinkedRole",
+            Stack.of(self).format_arn(
+                service="iam",
+                region="",
+                resource="role",
+                resource_name=SAGEMAKER_AUTOSCALING_ROLE,
+            ),
+        )
         self.target = appscaling.ScalableTarget(
             self,
             "Target",
+            role=service_linked_role,
             service_namespace=appscaling.ServiceNamespace.SAGEMAKER,
             resource_id=f"endpoint/{endpoint.endpoint_name}/variant/{endpoint.variant_name}",
             scalable_dimension="sagemaker:variant:DesiredInstanceCount",

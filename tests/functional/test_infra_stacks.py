@@ -247,8 +247,12 @@ def test_scalable_target_and_invocations_policy(gpu_stage: Stage) -> None:
             "ServiceNamespace": "sagemaker",
             "MinCapacity": 1,
             "MaxCapacity": 4,
+            "RoleARN": "arn:aws:iam::000000000000:role/aws-service-role/"
+            "sagemaker.application-autoscaling.amazonaws.com/"
+            "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint",
         },
     )
+    template.resource_count_is("AWS::IAM::Role", 1)  # the execution role only
     template.has_resource_properties(
         "AWS::ApplicationAutoScaling::ScalingPolicy",
         {
