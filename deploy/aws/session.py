@@ -97,6 +97,7 @@ class AwsSession:
     _session: boto3.Session | None = field(default=None, init=False, repr=False)
     _clients: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _account: str | None = field(default=None, init=False, repr=False)
 
     def client(self, service: str) -> Any:
         """A boto3 client; its endpoint follows AWS_ENDPOINT_URL[_<SERVICE>]."""
@@ -119,5 +120,8 @@ class AwsSession:
             return self._clients[service]
 
     def account_id(self) -> str:
-        with aws_call("sts:GetCallerIdentity", where=self.region):
-            return str(self.client("sts").get_caller_identity()["Account"])
+        """The account the credentials belong to (asked once)."""
+        if self._account is None:
+            with aws_call("sts:GetCallerIdentity", where=self.region):
+                self._account = str(self.client("sts").get_caller_identity()["Account"])
+        return self._account

@@ -20,11 +20,13 @@ from typing import Any
 from deploy.aws.autoscaling import AutoScaling
 from deploy.aws.cloudformation import StackEvent, Stacks
 from deploy.aws.cloudwatch import CloudWatch
+from deploy.aws.ec2 import availability_zones
 from deploy.aws.s3 import DEFAULT_PART_SIZE, ModelStore
 from deploy.aws.sagemaker import EndpointState, SageMaker
 from deploy.aws.session import AwsCallError, AwsSession
 from deploy.config import DeploySettings
 from deploy.errors import AwsError, DeployError
+from deploy.lifecycle.assets import publish_file_assets
 from deploy.lifecycle.plan import (
     InfraSpec,
     ModelChange,
@@ -33,7 +35,13 @@ from deploy.lifecycle.plan import (
     superseded_archives,
 )
 from deploy.lifecycle.provider import DataPlane, EndpointView, InfraPlan, Reporter, UploadOutcome
-from deploy.lifecycle.templates import Synthesizer, stack_name, stage_templates
+from deploy.lifecycle.templates import (
+    StageTemplates,
+    Synthesizer,
+    cdk_synthesizer,
+    stack_name,
+    stage_templates,
+)
 
 MANIFEST_KEY = "manifest.json"
 ENDPOINT_TYPE = "AWS::SageMaker::Endpoint"
@@ -75,7 +83,7 @@ class AwsProvider:
         self.cloudwatch = CloudWatch(self.session)
         self._template_cache = template_cache or _default_template_cache()
         self._synthesize = synthesize
-        self._templates: dict[str, dict[str, Any]] | None = None
+        self._stage: StageTemplates | None = None
         self._smoke_url = smoke_endpoint_url
         self._smoke_name = smoke_endpoint_name
         self._part_size = part_size
@@ -89,12 +97,29 @@ class AwsProvider:
     def stack(self, component: str) -> str:
         return stack_name(self.settings, component)
 
-    def templates(self) -> dict[str, dict[str, Any]]:
-        if self._templates is None:
-            self._templates = stage_templates(
-                self.settings, cache_dir=self._template_cache, synthesize=self._synthesize
+    def _synthesized(self) -> StageTemplates:
+        if self._stage is None:
+            settings = self.settings
+            synthesize = self._synthesize
+            if settings.infra.account is None:
+                # Templates name the account (key policies, asset buckets): synthesize
+                # for the one the credentials belong to, not a placeholder.
+                infra = settings.infra.model_copy(update={"account": self.session.account_id()})
+                settings = settings.model_copy(update={"infra": infra})
+            if synthesize is None:
+                # The lookup the CDK CLI would make for this account and region.
+                zones = availability_zones(self.session)
+                key = (
+                    f"availability-zones:account={settings.infra.account}:region={settings.region}"
+                )
+                synthesize = cdk_synthesizer({key: zones})
+            self._stage = stage_templates(
+                settings, cache_dir=self._template_cache, synthesize=synthesize
             )
-        return self._templates
+        return self._stage
+
+    def templates(self) -> dict[str, dict[str, Any]]:
+        return self._synthesized().templates
 
     def store_location(self) -> StoreLocation | None:
         state = self.stacks.describe(self.stack("model-store"))
@@ -310,6 +335,12 @@ class AwsProvider:
             state = self.stacks.describe(name)
             if state is not None and not state.in_progress and not state.failed:
                 return
+        publish_file_assets(
+            self._synthesized().assembly,
+            name,
+            self.session,
+            region=self.settings.region,
+        )
         started = time.time()
         try:
             outcome = self.stacks.deploy(name, template, tags={"deploy:stage": self.settings.stage})

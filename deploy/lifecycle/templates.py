@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,19 @@ def project_root(start: Path | None = None) -> Path:
     )
 
 
-def _cdk_synthesize(settings: DeploySettings, outdir: Path) -> dict[str, Path]:
+def cdk_synthesizer(context: dict[str, Any]) -> Synthesizer:
+    """Synthesize with the CDK app in process, `context` added to cdk.json's (what the
+    CDK CLI's context providers would have looked up, e.g. availability zones)."""
+
+    def synthesize(settings: DeploySettings, outdir: Path) -> dict[str, Path]:
+        return _cdk_synthesize(settings, outdir, context)
+
+    return synthesize
+
+
+def _cdk_synthesize(
+    settings: DeploySettings, outdir: Path, context: dict[str, Any] | None = None
+) -> dict[str, Path]:
     import sys
 
     root = str(project_root())
@@ -54,15 +67,24 @@ def _cdk_synthesize(settings: DeploySettings, outdir: Path) -> dict[str, Path]:
         # The console script does not put the working directory on sys.path.
         sys.path.insert(0, root)
     try:
-        from infra.synth import synthesize
+        import aws_cdk as cdk
+
+        from infra.synth import build_app
     except ModuleNotFoundError as exc:
         raise ConfigError(
             f"the CDK app is not importable ({exc.name})",
             where="infra/",
             fix="run deploy from the project root with `make install` done",
         ) from exc
+    pinned = json.loads((project_root() / "cdk.json").read_text(encoding="utf-8"))
+    app = cdk.App(outdir=str(outdir), context={**pinned.get("context", {}), **(context or {})})
     # cdk-nag runs in `make test`; provisioning needs the templates only.
-    return synthesize(settings, outdir, nag=False)
+    staged = build_app(settings, app=app, nag=False)
+    assembly = staged.app.synth()
+    return {
+        stack.stack_name: Path(assembly.get_stack_by_name(stack.stack_name).template_full_path)
+        for stack in staged.stacks.values()
+    }
 
 
 def _root_or_cwd() -> Path:
@@ -77,10 +99,16 @@ def _infra_fingerprint(root: Path) -> str:
     for path in sorted(
         [*root.glob("infra/**/*.py"), root / "cdk.json", *root.glob("handlers/**/*")]
     ):
-        if path.is_file():
+        if path.is_file() and "__pycache__" not in path.parts:
             digest.update(str(path.relative_to(root)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class StageTemplates:
+    templates: dict[str, dict[str, Any]]  # stack name → template, in deployment order
+    assembly: Path  # the cloud assembly (cdk.out) holding the stacks' asset manifests
 
 
 def stage_templates(
@@ -89,8 +117,8 @@ def stage_templates(
     cache_dir: Path,
     synthesize: Synthesizer | None = None,
     root_dir: Path | None = None,
-) -> dict[str, dict[str, Any]]:
-    """Stack name → template (rollout-safe), in deployment order."""
+) -> StageTemplates:
+    """The stage's templates (rollout-safe), synthesized once per settings and infra code."""
     root = root_dir or _root_or_cwd()
     # Only what the CDK app reads: paths of models and packages do not matter here.
     relevant = settings.model_dump_json(
@@ -105,10 +133,11 @@ def stage_templates(
         produced = (synthesize or _cdk_synthesize)(settings, folder / "cdk.out")
         order = {name: str(path) for name, path in produced.items()}
         index.write_text(json.dumps(order), encoding="utf-8")
-    return {
+    templates = {
         name: pin_endpoint_configs(json.loads(Path(path).read_text(encoding="utf-8")))
         for name, path in order.items()
     }
+    return StageTemplates(templates, folder / "cdk.out")
 
 
 def pin_endpoint_configs(template: dict[str, Any]) -> dict[str, Any]:

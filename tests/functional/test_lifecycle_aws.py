@@ -56,6 +56,8 @@ def aws_environment(url: str) -> Iterator[None]:
         boto3.client("ssm").put_parameter(
             Name="/cdk-bootstrap/hnb659fds/version", Value="30", Type="String", Overwrite=True
         )
+        account = boto3.client("sts").get_caller_identity()["Account"]
+        boto3.client("s3").create_bucket(Bucket=f"cdk-hnb659fds-assets-{account}-us-east-1")
         # moto's server imports a service's models on its first request, and only then
         # can its CloudFormation create that service's resources: touch each once.
         boto3.client("application-autoscaling").describe_scalable_targets(
@@ -97,13 +99,13 @@ class Package:
         return target
 
 
-def settings_for(tmp: Path, stage: str, instance: str) -> DeploySettings:
+def settings_for(tmp: Path, stage: str, instance: str, *, api: bool = False) -> DeploySettings:
     return load_settings(
         stage=stage,
         instance_type=instance,
         repository=tmp,
         package_dir=tmp / "package",
-        infra={"api": False, "max_instance_count": 2},
+        infra={"api": api, "max_instance_count": 2},
     )
 
 
@@ -256,3 +258,24 @@ def test_failed_rollout_leaves_the_previous_config_serving(moto_env: str, tmp_pa
     assert serving.config_name == first.endpoint.config_name
     # AND the manifest still names the archive that was serving
     assert published(provider)["alpha"] == first.plan.models[0].target_model
+
+
+def test_api_stack_gets_its_lambda_code_published_first(moto_env: str, tmp_path: Path) -> None:
+    # GIVEN a stage with the HTTP API front door (a Lambda whose code is a file asset)
+    Package(tmp_path / "package").put("alpha", b"alpha" * 100)
+    settings = settings_for(tmp_path, "withapi", "ml.m5.xlarge", api=True)
+    # WHEN up runs
+    result, provider = run_up(settings, tmp_path / "templates")
+    # THEN the code is in the bootstrap bucket, as `cdk deploy` would have put it
+    api = provider.stacks.describe(provider.stack("api"))
+    assert api is not None and api.status == "CREATE_COMPLETE"
+    assert result.plan.resources[-1] == {"stack": provider.stack("api"), "action": "create"}
+    account = boto3.client("sts").get_caller_identity()["Account"]
+    assets = boto3.client("s3").list_objects_v2(Bucket=f"cdk-hnb659fds-assets-{account}-us-east-1")
+    keys = [item["Key"] for item in assets.get("Contents", [])]
+    assert any(key.endswith(".zip") for key in keys), keys
+    functions = boto3.client("lambda").list_functions()["Functions"]
+    assert any(f["FunctionName"].startswith(provider.stack("api")) for f in functions)
+    # AND down removes the API with the endpoint
+    gone = provider.down(purge=False)
+    assert gone["removed_stacks"] == [provider.stack("api"), provider.stack("endpoint")]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from deploy.lifecycle.aws_provider import AwsProvider, RolloutFailedError, failu
 from deploy.lifecycle.progress import SilentReporter
 from deploy.lifecycle.provider import InfraPlan
 from deploy.lifecycle.stages import desired_infra
+from deploy.lifecycle.templates import StageTemplates
 
 STACK = "deploy-triton-dev-endpoint"
 
@@ -75,7 +77,7 @@ def provider(stacks: FakeStacks) -> AwsProvider:
     aws = AwsProvider(settings, poll_s=0.0, sleep=lambda _s: None)
     aws.stacks = stacks  # type: ignore[assignment]
     aws.sagemaker = FakeSageMaker()  # type: ignore[assignment]
-    aws._templates = {STACK: {"new": True}}
+    aws._stage = StageTemplates({STACK: {"new": True}}, Path("/nonexistent/cdk.out"))
     return aws
 
 
