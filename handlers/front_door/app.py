@@ -137,7 +137,11 @@ class FrontDoor:
             )
         except Exception as exc:  # botocore ClientError and transport errors
             return _invoke_error(exc)
-        response = decode_response(result["Body"].read(), result.get("ContentType", ""))
+        try:
+            response = decode_response(result["Body"].read(), result.get("ContentType", ""))
+        except (ValueError, KeyError, TypeError) as exc:
+            log.error("unreadable endpoint response", extra={"model": model, "error": str(exc)})
+            return _error(502, f"the endpoint's response could not be read: {exc}")
         response["model_name"] = model
         return Response(200, response)
 

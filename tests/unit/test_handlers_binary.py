@@ -165,6 +165,17 @@ def test_non_finite_floats_become_strings() -> None:
     assert data == ["nan", "inf", 1.0]
 
 
+def test_large_finite_floats_stay_numbers() -> None:
+    raw = np.array([1e308, 1e308, -np.inf], dtype=np.float64).tobytes()
+    assert decode_tensor("FP64", [2], raw[:16])[0] == [1e308, 1e308]
+    assert decode_tensor("FP64", [3], raw)[0] == [1e308, 1e308, "-inf"]
+
+
+def test_truncated_tensor_is_refused() -> None:
+    with pytest.raises(ValueError, match="multiple of item size"):
+        decode_tensor("FP32", [2], b"\x00" * 7)
+
+
 @pytest.mark.parametrize(
     ("tensor", "message"),
     [

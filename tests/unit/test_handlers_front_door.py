@@ -221,6 +221,21 @@ def test_bad_requests_are_400_and_never_reach_the_endpoint(body: str, message: s
     assert runtime.calls == []
 
 
+class TruncatingRuntimeStandIn(AddSubRuntimeStandIn):
+    """Answers with one byte missing from the last tensor."""
+
+    def invoke_endpoint(self, **kwargs: Any) -> dict[str, Any]:
+        answer = super().invoke_endpoint(**kwargs)
+        answer["Body"] = io.BytesIO(answer["Body"].read()[:-1])
+        return answer
+
+
+def test_unreadable_endpoint_response_is_502() -> None:
+    response = make(runtime=TruncatingRuntimeStandIn()).handle(event("infer.json"))
+    assert response["statusCode"] == 502
+    assert "could not be read" in json.loads(response["body"])["error"]
+
+
 def test_unknown_route_is_404() -> None:
     other = event("ready.json")
     other["routeKey"] = "GET /v2"
