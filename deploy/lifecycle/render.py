@@ -28,12 +28,16 @@ def render_plan(plan: Plan, out: Console) -> None:
         f"[bold]deploy up[/] stage [bold]{plan.stage}[/] ({plan.provider}), "
         f"endpoint [bold]{plan.endpoint}[/]"
     )
-    models = Table("model", "change", "target model", "size", "upload", title="models")
+    models = Table(title="models (↑ = to upload)")
+    models.add_column("model")
+    models.add_column("change")
+    models.add_column("target model", overflow="fold")  # never truncated: users copy it
+    models.add_column("size", justify="right")
     for change in plan.models:
         style = _ACTION_STYLE[change.action]
         models.add_row(
             change.name,
-            f"[{style}]{change.action}[/]",
+            f"[{style}]{change.action}[/]" + (" ↑" if change.upload else ""),
             change.target_model
             + (
                 f"\n[dim]was {change.previous_target_model}[/]"
@@ -41,7 +45,6 @@ def render_plan(plan: Plan, out: Console) -> None:
                 else ""
             ),
             size(change.bytes),
-            "yes" if change.upload else "-",
         )
     out.print(models)
     upload = sum(change.bytes for change in plan.uploads)

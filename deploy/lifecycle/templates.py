@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +67,8 @@ def _cdk_synthesize(
     if root not in sys.path:
         # The console script does not put the working directory on sys.path.
         sys.path.insert(0, root)
+    # Node 20 synthesizes correctly; without this jsii prints an end-of-life banner.
+    os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
     try:
         import aws_cdk as cdk
 
