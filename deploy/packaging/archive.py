@@ -4,8 +4,8 @@ Same members in, same bytes out: members sorted by path, mtime 0, uid/gid 0,
 no user/group names, modes normalised to 0755/0644, GNU tar format (long
 names without pax headers carrying host data), and a gzip header with mtime
 0 (isal's threaded writer always writes 0). Data is streamed in large blocks;
-the archive is never held in memory. Content hashes of the members and of
-the compressed bytes are computed on the way through.
+the archive is never held in memory. The members' content hashes (BLAKE3) and
+the archive's sha256 are computed on the way through.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import BinaryIO
 
 from isal import igzip_threaded
 
+from deploy.packaging.digest import content_hash
 from deploy.packaging.layout import Entry
 
 # ISA-L level 1: fast on incompressible float weights (it emits them nearly
@@ -49,11 +50,11 @@ class _HashingWriter(io.RawIOBase):
 
 
 class _HashingReader(io.RawIOBase):
-    """Hashes a member's bytes while tarfile copies them; reports progress."""
+    """Hashes a member's bytes (BLAKE3) while tarfile copies them; reports progress."""
 
     def __init__(self, raw: BinaryIO, on_bytes: Callable[[int], None] | None) -> None:
         self.raw = raw
-        self.sha = hashlib.sha256()
+        self.hash = content_hash()
         self.on_bytes = on_bytes
 
     def readable(self) -> bool:
@@ -61,7 +62,7 @@ class _HashingReader(io.RawIOBase):
 
     def read(self, size: int = -1) -> bytes:
         data = self.raw.read(size)
-        self.sha.update(data)
+        self.hash.update(data)
         if self.on_bytes is not None:
             self.on_bytes(len(data))
         return data
@@ -104,7 +105,7 @@ def write_archive(
     threads: int = 1,
     on_bytes: Callable[[int], None] | None = None,
 ) -> tuple[str, int, dict[str, str]]:
-    """Write `entries` as tar.gz to `out`; returns (archive sha256, bytes, member sha256s)."""
+    """Write `entries` as tar.gz to `out`; returns (archive sha256, bytes, member hashes)."""
     sink = _HashingWriter(out)
     contents: dict[str, str] = {}
     with igzip_threaded.open(  # type: ignore[no-untyped-call]
@@ -124,12 +125,12 @@ def write_archive(
                 if entry.kind == "dir":
                     tar.addfile(info)
                 elif entry.data is not None:
-                    contents[entry.arcname] = hashlib.sha256(entry.data).hexdigest()
+                    contents[entry.arcname] = content_hash(entry.data).hexdigest()
                     tar.addfile(info, io.BytesIO(entry.data))
                 else:
                     assert entry.source is not None  # a file member has data or a source
                     with entry.source.open("rb", buffering=0) as raw:
                         reader = _HashingReader(raw, on_bytes)
                         tar.addfile(info, reader)
-                        contents[entry.arcname] = reader.sha.hexdigest()
+                        contents[entry.arcname] = reader.hash.hexdigest()
     return sink.sha.hexdigest(), sink.size, contents

@@ -32,7 +32,7 @@ def atomic_file(target: Path) -> Iterator[AtomicFile]:
     directory = target.parent
     directory.mkdir(parents=True, exist_ok=True)
     fd: int | None = None
-    partial = directory / f".{PARTIAL_MARK.strip('.')}{PARTIAL_MARK}{os.getpid()}"
+    partial = directory / f".{target.name}{PARTIAL_MARK}{os.getpid()}"
     named = True
     if _tmpfile_links(directory):
         with contextlib.suppress(OSError):

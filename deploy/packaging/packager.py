@@ -116,8 +116,10 @@ def package_repository(
     manifest = Manifest(models={p.entry.name: p.entry for p in packaged})
     manifest_path = write_manifest(out, manifest)
     removed = _remove_unreferenced(out, repository, manifest)
-    for name in removed:
-        cache.archives.pop(name, None)
+    cache.forget_except(
+        {str(e.source) for _, entries, _ in plans for e in entries if e.source is not None},
+        {entry.target_model for entry in manifest.models.values()},
+    )
     cache.save()
     return PackageResult(out, manifest_path, manifest, packaged, removed)
 
