@@ -99,3 +99,33 @@ def test_repository_core_ranges_reads_neuron_models_only(tmp_path: Path) -> None
     with pytest.raises(NeuronError, match="not integers") as raised:
         repository_core_ranges(tmp_path)
     assert raised.value.where is not None and raised.value.where.endswith("config.pbtxt")
+
+
+def test_cli_plan_prints_the_cores_and_fails_on_problems(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from deploy.cli import app
+
+    _config(tmp_path, "a", {"NEURON_CORE_START_INDEX": "0", "NEURON_CORE_END_INDEX": "3"})
+    _config(tmp_path, "b", {"NEURON_CORE_START_INDEX": "2", "NEURON_CORE_END_INDEX": "5"})
+    runner = CliRunner()
+    fits = runner.invoke(app, ["neuron", "plan", str(tmp_path), "--instance", "ml.inf1.24xlarge"])
+    assert fits.exit_code == 1  # a and b share cores 2-3 on any size
+    assert "a (0:3) and b (2:5) overlap" in fits.output
+    (tmp_path / "b" / "config.pbtxt").unlink()
+    _config(tmp_path, "c", {"NEURON_CORE_START_INDEX": "4", "NEURON_CORE_END_INDEX": "5"})
+    (tmp_path / "b").rmdir()
+    ok = runner.invoke(
+        app, ["neuron", "plan", str(tmp_path), "--instance", "ml.inf1.6xlarge", "--json"]
+    )
+    assert ok.exit_code == 0, ok.output
+    assert json.loads(ok.stdout) == {
+        "instance_type": "ml.inf1.6xlarge",
+        "neuron_cores": 16,
+        "models": {"a": "0:3", "c": "4:5"},
+        "problems": [],
+    }
+    unknown = runner.invoke(app, ["neuron", "plan", str(tmp_path), "--instance", "ml.inf2.xlarge"])
+    assert unknown.exit_code == 1 and "unknown Inferentia instance type" in unknown.output
