@@ -49,6 +49,7 @@ _KEPT_HEADERS = frozenset(
 )
 Reply = tuple[int, list[tuple[str, str]], bytes]
 _TARGET_HEADER = wire.TARGET_MODEL.encode()
+_CUSTOM_ATTRIBUTES = wire.CUSTOM_ATTRIBUTES.encode()
 
 
 class UpstreamError(Exception):
@@ -189,6 +190,9 @@ class UpstreamPool:
         accept = headers.get(b"accept")
         if accept is not None:
             head.append(b"Accept: " + accept + b"\r\n")
+        attributes = headers.get(_CUSTOM_ATTRIBUTES)
+        if attributes is not None:  # passed to the container verbatim, as SageMaker does
+            head.append(b"X-Amzn-SageMaker-Custom-Attributes: " + attributes + b"\r\n")
         head.append(b"\r\n")
         return connection.send(b"".join(head), body)
 

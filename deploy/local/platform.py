@@ -68,6 +68,7 @@ class LoadedModel:
     loaded_at: float = field(default_factory=time.time)
     last_used: float = field(default_factory=time.time)
     adapted: dict[str, str] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)  # fetch_s, extract_s, triton_load_s
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -78,6 +79,7 @@ class LoadedModel:
             "loaded_at": self.loaded_at,
             "last_used": self.last_used,
             "adapted": self.adapted,
+            **{key: round(value, 3) for key, value in self.phases.items()},
         }
 
 
@@ -168,9 +170,11 @@ class ModelPlatform:
             raise ServerNotReadyError(
                 "tritonserver is not running", where="local endpoint", fix="retry shortly"
             )
+        phases: dict[str, float] = {}
         if not model_dir.is_dir():
             shutil.rmtree(folder, ignore_errors=True)
             archive = self.store.fetch(target_model, self.work_dir / ".downloads")
+            phases["fetch_s"] = time.perf_counter() - started
             try:
                 extract_archive(
                     archive,
@@ -179,9 +183,13 @@ class ModelPlatform:
                     max_bytes=self.max_archive_bytes,
                     name=f"TargetModel {target_model}",
                 )
+            except BaseException:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
             finally:
                 if isinstance(self.store, S3Store):
                     archive.unlink(missing_ok=True)
+            phases["extract_s"] = time.perf_counter() - started - phases["fetch_s"]
             try:
                 report = adapt_folder(
                     model_dir, cuda_devices=self.cuda_devices, auto_complete=self.auto_complete
@@ -193,6 +201,7 @@ class ModelPlatform:
         adapted = json.loads((folder / "adapted.json").read_text())
         size = sum(p.stat().st_size for p in model_dir.rglob("*") if p.is_file())
         self._make_room(size, keep=target_model)
+        posted = time.perf_counter()
         status, body = self._post_load(target_model, name, model_dir)
         if status == 507:
             log.warning("tritonserver is out of memory loading %s; evicting and retrying", name)
@@ -201,8 +210,15 @@ class ModelPlatform:
         if status not in (200, 409):  # 409: already loaded (a reload after a race)
             shutil.rmtree(folder, ignore_errors=True)
             raise ModelLoadError(target_model, status, body)
+        phases["triton_load_s"] = time.perf_counter() - posted
         model = LoadedModel(
-            target_model, name, model_dir, size, time.perf_counter() - started, adapted=adapted
+            target_model,
+            name,
+            model_dir,
+            size,
+            time.perf_counter() - started,
+            adapted=adapted,
+            phases=phases,
         )
         with self._lock:
             self._loaded[target_model] = model

@@ -250,6 +250,33 @@ def test_lru_eviction_by_count(local_endpoint: Any, store: Path, runtime: Any) -
         platform.max_models = saved
 
 
+def test_out_of_memory_load_evicts_lru_and_retries_once(
+    local_endpoint: Any, store: Path, runtime: Any, tmp_path: Path
+) -> None:
+    # The model's first initialize raises MemoryError, which Triton's SageMaker
+    # frontend answers with 507 (its out-of-memory signal); the second succeeds.
+    flag = tmp_path / "raised-once"
+    files = addsub_files("hungry")
+    files["hungry/1/model.py"] = files["hungry/1/model.py"].replace(
+        b"    def initialize(self, args):\n",
+        b"    def initialize(self, args):\n"
+        + f"        import os\n        if not os.path.exists({str(flag)!r}):\n".encode()
+        + f"            open({str(flag)!r}, 'w').close()\n".encode()
+        + b"            raise MemoryError('out of memory for weights')\n",
+    )
+    write_archive(store / "tests" / "hungry.tar.gz", files)
+    platform = local_endpoint.endpoint.platform
+    invoke(runtime, "local", "tests/addsub_a.tar.gz", {"INPUT0": A, "INPUT1": B})
+    evictions = platform.evictions
+
+    _, outputs = invoke(runtime, "local", "tests/hungry.tar.gz", {"INPUT0": A, "INPUT1": B})
+
+    np.testing.assert_array_equal(outputs["OUTPUT0"], A + B)
+    assert flag.exists()
+    assert platform.evictions == evictions + 1
+    assert platform.loads["tests/hungry.tar.gz"] == 1
+
+
 def test_malformed_http_gets_a_400_and_server_survives(local_endpoint: Any, store: Path) -> None:
     with socket.create_connection(("127.0.0.1", local_endpoint.endpoint.port), timeout=5) as sock:
         sock.sendall(b"NOT HTTP AT ALL\r\n\r\n")
