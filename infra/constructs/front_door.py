@@ -119,7 +119,8 @@ class FrontDoor(Construct):
             role=role,
             log_group=function_logs,
             memory_size=512,
-            timeout=Duration.seconds(60),
+            # HTTP API integrations time out after 30 s; the function should not outlive them.
+            timeout=Duration.seconds(29),
             environment={
                 "ENDPOINT_NAME": endpoint_name,
                 "MODEL_STORE_BUCKET": bucket.bucket_name,

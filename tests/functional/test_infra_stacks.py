@@ -99,7 +99,7 @@ def cpu_stage(infra_config: Path, tmp_path_factory: pytest.TempPathFactory) -> S
     return _synth("cpu", infra_config, tmp_path_factory)
 
 
-@pytest.fixture(scope="session", params=["gpu", "cpu"])
+@pytest.fixture(scope="session", params=["gpu", "cpu", "existing"])
 def stage(request: pytest.FixtureRequest) -> Stage:
     return request.getfixturevalue(f"{request.param}_stage")  # type: ignore[no-any-return]
 
@@ -521,6 +521,127 @@ def test_front_door_asset_holds_only_the_handler_code(gpu_stage: Stage) -> None:
     assert "front_door/app.py" in files
     assert "front_door/binary.py" in files
     assert not any("__pycache__" in f for f in files)
+
+
+# --- existing VPC, key and topic ----------------------------------------------------------
+
+EXISTING_VPC = {
+    # What the CDK CLI caches in cdk.context.json after looking the VPC up.
+    "vpc-provider:account=000000000000:filter.vpc-id=vpc-0a1b2c3d4e5f60718:region=us-east-1"
+    ":returnAsymmetricSubnets=true": {
+        "vpcId": "vpc-0a1b2c3d4e5f60718",
+        "vpcCidrBlock": "10.9.0.0/16",
+        "availabilityZones": [],
+        "subnetGroups": [
+            {
+                "name": "private",
+                "type": "Isolated",
+                "subnets": [
+                    {
+                        "subnetId": f"subnet-0a1b2c3d4e5f6071{i}",
+                        "cidr": f"10.9.{i}.0/24",
+                        "availabilityZone": f"us-east-1{zone}",
+                        "routeTableId": f"rtb-0a1b2c3d4e5f6071{i}",
+                    }
+                    for i, zone in enumerate("ab")
+                ],
+            }
+        ],
+    }
+}
+KEY_ARN = "arn:aws:kms:us-east-1:000000000000:key/11111111-2222-3333-4444-555555555555"
+TOPIC_ARN = "arn:aws:sns:us-east-1:000000000000:platform-alarms"
+
+
+@pytest.fixture(scope="session")
+def existing_stage(tmp_path_factory: pytest.TempPathFactory) -> Stage:
+    import aws_cdk as cdk
+
+    from infra.synth import _pinned_context, build_app
+
+    empty = tmp_path_factory.mktemp("shared") / "deploy.toml"
+    empty.write_text("", encoding="utf-8")
+    settings = load_settings(
+        stage="shared",
+        config_file=empty,
+        endpoint_name="triton-shared",
+        instance_type="ml.g4dn.xlarge",
+        infra={
+            "vpc_id": "vpc-0a1b2c3d4e5f60718",
+            "kms_key_arn": KEY_ARN,
+            "notification_topic_arn": TOPIC_ARN,
+            "model_bucket_name": "acme-models",
+            "api": False,
+        },
+    )
+    outdir = tmp_path_factory.mktemp("cdk-shared")
+    app = cdk.App(outdir=str(outdir), context={**_pinned_context(), **EXISTING_VPC})
+    staged = build_app(settings, app=app)
+    assembly = app.synth()
+    paths = {
+        stack.stack_name: Path(assembly.get_stack_by_name(stack.stack_name).template_full_path)
+        for stack in staged.stacks.values()
+    }
+    return Stage(settings, outdir, paths)
+
+
+def test_existing_vpc_key_and_topic_are_used_not_created(existing_stage: Stage) -> None:
+    assert sorted(existing_stage.paths) == [
+        "triton-shared-shared-endpoint",
+        "triton-shared-shared-model-store",
+        "triton-shared-shared-network",
+    ]
+    network = existing_stage.template("network")
+    network.resource_count_is("AWS::EC2::VPC", 0)
+    network.resource_count_is("AWS::EC2::VPCEndpoint", 0)
+    network.has_resource_properties(
+        "AWS::EC2::SecurityGroup",
+        {
+            "VpcId": "vpc-0a1b2c3d4e5f60718",
+            "SecurityGroupEgress": Match.array_with(
+                [Match.object_like({"CidrIp": "10.9.0.0/16", "FromPort": 443})]
+            ),
+        },
+    )
+    store = existing_stage.template("model-store")
+    store.resource_count_is("AWS::KMS::Key", 0)
+    store.has_resource_properties(
+        "AWS::S3::Bucket",
+        {
+            "BucketName": "acme-models",
+            "BucketEncryption": {
+                "ServerSideEncryptionConfiguration": [
+                    Match.object_like(
+                        {
+                            "ServerSideEncryptionByDefault": Match.object_like(
+                                {"KMSMasterKeyID": KEY_ARN}
+                            )
+                        }
+                    )
+                ]
+            },
+        },
+    )
+    endpoint = existing_stage.template("endpoint")
+    endpoint.resource_count_is("AWS::SNS::Topic", 0)
+    endpoint.has_resource_properties("AWS::CloudWatch::Alarm", {"AlarmActions": [TOPIC_ARN]})
+    endpoint.has_resource_properties(
+        "AWS::SageMaker::Model",
+        {
+            "VpcConfig": {
+                "Subnets": ["subnet-0a1b2c3d4e5f60710", "subnet-0a1b2c3d4e5f60711"],
+                "SecurityGroupIds": Match.any_value(),
+            }
+        },
+    )
+    # ml.g4dn volumes are NVMe instance storage too.
+    endpoint.has_resource_properties("AWS::SageMaker::EndpointConfig", {"KmsKeyId": Match.absent()})
+    open_findings = [
+        r
+        for r in nag_rows(existing_stage.outdir)
+        if r["Compliance"] in {"Non-Compliant", "UNKNOWN"}
+    ]
+    assert open_findings == []
 
 
 # --- cfn-lint and cdk-nag ----------------------------------------------------------------
