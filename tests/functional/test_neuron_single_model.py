@@ -277,3 +277,43 @@ def test_the_image_serve_script_refuses_a_missing_router(tmp_path: Path) -> None
     )
     assert result.returncode == 1
     assert "no model router" in result.stderr and "deploy neuron router" in result.stderr
+
+
+def test_deploy_serve_single_model_command(repository: Path, tmp_path: Path) -> None:
+    """`deploy serve --mode single-model REPO` as a user runs it, stopped with Ctrl-C."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from deploy.client import Endpoint
+    from deploy.local.supervisor import free_port, ping
+    from deploy.neuron.router import write_manifest
+
+    port = free_port()
+    log = tmp_path / "serve.log"
+    command = [sys.executable, "-m", "deploy", "serve", "--mode", "single-model", str(repository)]
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [*command, "--port", str(port), "--endpoint-name", "inf1-cli"],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while not ping(port):
+            assert process.poll() is None, log.read_text(errors="replace")
+            assert time.monotonic() < deadline, log.read_text(errors="replace")
+            time.sleep(0.2)
+        manifest = tmp_path / "manifest.json"
+        write_manifest(repository, manifest)
+        with Endpoint(
+            "inf1-cli", endpoint_url=f"http://127.0.0.1:{port}", manifest=manifest
+        ) as client:
+            result = client.infer("classifier_single", {"INPUT__0": _images(1, seed=5)})
+        assert result["OUTPUT__0"].shape == (1, 10)
+    finally:
+        process.send_signal(signal.SIGINT)
+        code = process.wait(30)
+    assert code == 0, log.read_text(errors="replace")
+    assert not list(repository.glob("router")), "serve must not write into the repository"
