@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 neuron_app = typer.Typer(
-    help="Inferentia (ml.inf1): generate Neuron models, plan NeuronCores, compile.",
+    help="Inferentia (ml.inf1): generate Neuron models, plan NeuronCores, route, package, compile.",
     no_args_is_help=True,
 )
 
