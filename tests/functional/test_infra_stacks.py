@@ -329,6 +329,36 @@ def test_topic_is_encrypted_and_mails_the_operator(gpu_stage: Stage) -> None:
     template.has_resource_properties(
         "AWS::SNS::Subscription", {"Endpoint": "ops@example.com", "Protocol": "email"}
     )
+    template.has_resource_properties(
+        "AWS::SNS::TopicPolicy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Effect": "Deny",
+                                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                            }
+                        ),
+                        Match.object_like(
+                            {
+                                "Action": "sns:Publish",
+                                "Effect": "Allow",
+                                "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                                "Condition": {
+                                    "ArnLike": {
+                                        "aws:SourceArn": "arn:aws:cloudwatch:us-east-1:"
+                                        "000000000000:alarm:triton-gpu-*"
+                                    }
+                                },
+                            }
+                        ),
+                    ]
+                )
+            }
+        },
+    )
 
 
 def test_dashboard_shows_the_mme_metrics(gpu_stage: Stage) -> None:
