@@ -63,6 +63,7 @@ bench: install models
 	$(PY) bench/codec.py
 	$(PY) bench/local_endpoint.py
 	$(PY) bench/neuron_batching.py
+	$(PY) bench/lifecycle.py
 
 clean:
 	rm -rf $(STAMPS) cdk.out build dist .pytest_cache .mypy_cache .ruff_cache

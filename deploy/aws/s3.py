@@ -241,9 +241,7 @@ class ModelStore:
         before_part: Callable[[int], None] | None,
     ) -> UploadResult:
         count = (size + part_size - 1) // part_size
-        hashed = _part_checksums(path, part_size)
-        local = [sha for sha, _md5 in hashed]
-        upload_id, done = self._resumable(key, hashed)
+        upload_id, done = self._resumable(key, path, part_size, count)
         resumed = bool(done)
         for number in done:
             report(min(part_size, size - (number - 1) * part_size))
@@ -260,7 +258,7 @@ class ModelStore:
 
         stop = threading.Event()
 
-        def send(number: int) -> tuple[int, str, int] | None:
+        def send(number: int) -> tuple[int, str, str, int] | None:
             if stop.is_set():
                 return None  # another part failed: leave the rest for the resumed run
             try:
@@ -269,12 +267,11 @@ class ModelStore:
                 stop.set()
                 raise
 
-        def send_part(number: int) -> tuple[int, str, int]:
+        def send_part(number: int) -> tuple[int, str, str, int]:
             if before_part:
                 before_part(number)
-            with path.open("rb") as handle:
-                handle.seek((number - 1) * part_size)
-                chunk = handle.read(part_size)
+            chunk = _read_part(path, number, part_size)
+            checksum = b64_sha256(chunk)  # in the worker: hashing runs beside other parts' I/O
             with aws_call("s3:UploadPart", where=f"{self._where(key)} part {number}"):
                 etag = self._s3.upload_part(
                     Bucket=self.bucket,
@@ -283,12 +280,12 @@ class ModelStore:
                     PartNumber=number,
                     Body=chunk,
                     ChecksumAlgorithm="SHA256",
-                    ChecksumSHA256=local[number - 1],
+                    ChecksumSHA256=checksum,
                 )["ETag"]
             report(len(chunk))
-            return number, etag, len(chunk)
+            return number, etag, checksum, len(chunk)
 
-        sent: dict[int, tuple[str, int]] = {}
+        sent: dict[int, tuple[str, str, int]] = {}
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
             futures = [pool.submit(send, number) for number in todo]
             finished, pending = wait(futures, return_when=FIRST_EXCEPTION)
@@ -301,12 +298,12 @@ class ModelStore:
                     raise error
                 outcome = future.result()
                 if outcome is not None:
-                    number, etag, length = outcome
-                    sent[number] = (etag, length)
+                    number, etag, checksum, length = outcome
+                    sent[number] = (etag, checksum, length)
         parts: list[dict[str, Any]] = []
         for number in range(1, count + 1):
-            etag = sent[number][0] if number in sent else done[number]
-            parts.append({"PartNumber": number, "ETag": etag, "ChecksumSHA256": local[number - 1]})
+            etag, checksum = sent[number][:2] if number in sent else done[number]
+            parts.append({"PartNumber": number, "ETag": etag, "ChecksumSHA256": checksum})
         with aws_call("s3:CompleteMultipartUpload", where=self._where(key)):
             self._s3.complete_multipart_upload(
                 Bucket=self.bucket,
@@ -318,31 +315,34 @@ class ModelStore:
             key,
             parts_sent=len(sent),
             parts_reused=len(done),
-            bytes_sent=sum(length for _etag, length in sent.values()),
+            bytes_sent=sum(item[2] for item in sent.values()),
             resumed=resumed,
         )
 
     def _resumable(
-        self, key: str, local: list[tuple[str, str]]
-    ) -> tuple[str | None, dict[int, str]]:
+        self, key: str, path: Path, part_size: int, count: int
+    ) -> tuple[str | None, dict[int, tuple[str, str]]]:
         """An open upload of the same bytes: its id and {part number: ETag} to keep.
 
         An open upload whose parts disagree with the local bytes is aborted.
         """
-        chosen: tuple[str | None, dict[int, str]] = (None, {})
+        chosen: tuple[str | None, dict[int, tuple[str, str]]] = (None, {})
         for _key, upload_id in reversed(self.open_uploads(key)):
             if chosen[0] is not None:
                 self.abort_upload(key, upload_id)
                 continue
-            done: dict[int, str] = {}
+            done: dict[int, tuple[str, str]] = {}
             consistent = True
             with aws_call("s3:ListParts", where=self._where(key)):
                 paginator = self._s3.get_paginator("list_parts")
                 for page in paginator.paginate(Bucket=self.bucket, Key=key, UploadId=upload_id):
                     for part in page.get("Parts", []):
                         number = int(part["PartNumber"])
-                        if number <= len(local) and _same_part(part, local[number - 1]):
-                            done[number] = str(part["ETag"])
+                        local = (
+                            _part_checksums(path, number, part_size) if number <= count else None
+                        )
+                        if local is not None and _same_part(part, local):
+                            done[number] = (str(part["ETag"]), local[0])
                         else:
                             consistent = False
             if consistent:
@@ -352,14 +352,16 @@ class ModelStore:
         return chosen
 
 
-def _part_checksums(path: Path, part_size: int) -> list[tuple[str, str]]:
-    """(base64 SHA-256, hex MD5) of each part."""
-    checksums = []
+def _read_part(path: Path, number: int, part_size: int) -> bytes:
     with path.open("rb") as handle:
-        while chunk := handle.read(part_size):
-            md5 = hashlib.md5(chunk, usedforsecurity=False).hexdigest()
-            checksums.append((b64_sha256(chunk), md5))
-    return checksums
+        handle.seek((number - 1) * part_size)
+        return handle.read(part_size)
+
+
+def _part_checksums(path: Path, number: int, part_size: int) -> tuple[str, str]:
+    """(base64 SHA-256, hex MD5) of one part of the local file."""
+    chunk = _read_part(path, number, part_size)
+    return b64_sha256(chunk), hashlib.md5(chunk, usedforsecurity=False).hexdigest()
 
 
 def _same_part(part: Any, local: tuple[str, str]) -> bool:
