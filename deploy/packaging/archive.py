@@ -24,7 +24,7 @@ from deploy.packaging.layout import Entry
 # ISA-L level 1: fast on incompressible float weights (it emits them nearly
 # stored, ratio ~1.0) and still shrinks configs and code.
 COMPRESS_LEVEL = 1
-BLOCK_SIZE = 4 * 1024 * 1024
+BLOCK_SIZE = 1024 * 1024  # per compression task; isal's default
 COPY_BUFFER = 4 * 1024 * 1024
 
 
