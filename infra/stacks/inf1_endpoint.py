@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Duration, Stack
+from aws_cdk import ArnFormat, CfnOutput, Duration, Stack
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
@@ -64,6 +65,26 @@ class Inf1EndpointStack(Stack):
                 display_name=f"{settings.endpoint_name} alarms",
                 master_key=store.key,
                 enforce_ssl=True,
+            )
+            # As in EndpointStack: the TLS-only topic policy replaces SNS's default
+            # one, so CloudWatch gets its own grant, for this endpoint's alarms only.
+            topic.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid="EndpointAlarmsPublish",
+                    principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                    actions=["sns:Publish"],
+                    resources=[topic.topic_arn],
+                    conditions={
+                        "ArnLike": {
+                            "aws:SourceArn": self.format_arn(
+                                service="cloudwatch",
+                                resource="alarm",
+                                resource_name=f"{settings.endpoint_name}-*",
+                                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                            )
+                        }
+                    },
+                )
             )
         if infra.notification_email is not None:
             topic.add_subscription(subscriptions.EmailSubscription(infra.notification_email))

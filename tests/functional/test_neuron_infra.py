@@ -105,6 +105,25 @@ def test_single_model_endpoint_runs_the_router_from_one_archive(inf1_stage: Inf1
     )
     assert "MultiModel" not in json.dumps(inf1_stage.json("endpoint"))
     assert "GPUUtilization" not in json.dumps(template.find_resources("AWS::CloudWatch::Alarm"))
+    template.has_resource_properties(
+        "AWS::SNS::TopicPolicy",
+        {
+            "PolicyDocument": Match.object_like(
+                {
+                    "Statement": Match.array_with(
+                        [
+                            Match.object_like(
+                                {
+                                    "Sid": "EndpointAlarmsPublish",
+                                    "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                                }
+                            )
+                        ]
+                    )
+                }
+            )
+        },
+    )
     outputs = inf1_stage.json("endpoint")["Outputs"]
     assert outputs["NeuronCores"]["Value"] == "16"
     assert outputs["BaseImageUri"]["Value"] == CPU_IMAGE
