@@ -35,7 +35,8 @@ class CloudWatch:
     def variant_health(
         self, endpoint: str, variant: str, *, minutes: int = 60, now: datetime | None = None
     ) -> VariantHealth:
-        end = now or datetime.now(UTC)
+        # End one period ahead: the current, still-filling minute is part of "recent".
+        end = (now or datetime.now(UTC)) + timedelta(minutes=1)
         start = end - timedelta(minutes=minutes)
         dimensions = [
             {"Name": "EndpointName", "Value": endpoint},

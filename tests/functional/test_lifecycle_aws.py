@@ -214,13 +214,29 @@ def test_up_converges_changes_models_and_instances_resumes_prunes_and_downs(
     assert model_store.open_uploads() == []
     assert published(provider)["beta"] == big_target
 
-    # WHEN status is asked, THEN it shows the endpoint, its scaling and the manifest
+    # GIVEN some traffic recorded by CloudWatch for the variant
+    dimensions = [
+        {"Name": "EndpointName", "Value": third.endpoint.name},
+        {"Name": "VariantName", "Value": "AllTraffic"},
+    ]
+    boto3.client("cloudwatch").put_metric_data(
+        Namespace="AWS/SageMaker",
+        MetricData=[
+            {"MetricName": "Invocations", "Dimensions": dimensions, "Value": 40.0},
+            {"MetricName": "Invocation5XXErrors", "Dimensions": dimensions, "Value": 3.0},
+            {"MetricName": "ModelLatency", "Dimensions": dimensions, "Value": 1500.0},
+            {"MetricName": "ModelLatency", "Dimensions": dimensions, "Value": 2500.0},
+        ],
+    )
+    # WHEN status is asked, THEN it shows the endpoint, its scaling, the manifest, health
     status = provider.status()
     assert status["endpoint"]["instance_type"] == "ml.g4dn.xlarge"
     assert status["endpoint"]["status"] == "InService"
     assert status["scaling"]["min"] == 1 and status["scaling"]["max"] == 2
     assert status["models"] == published(provider)
-    assert status["metrics"]["errors_5xx"] == 0
+    assert status["metrics"]["invocations"] == 40 and status["metrics"]["errors_5xx"] == 3
+    assert status["metrics"]["model_latency_avg_ms"] == pytest.approx(2.0)  # µs → ms
+    assert status["metrics"]["model_latency_max_ms"] == pytest.approx(2.5)
 
     # WHEN prune keeps no superseded archive, THEN only referenced archives remain
     pruned = provider.prune(keep=0)

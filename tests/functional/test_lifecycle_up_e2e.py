@@ -79,8 +79,8 @@ def make_repository(root: Path) -> Path:
     return repo
 
 
-def cli(*args: str, ok: bool = True) -> Any:
-    result = CliRunner().invoke(app, list(args), catch_exceptions=False)
+def cli(*args: str, ok: bool = True, answer: str | None = None) -> Any:
+    result = CliRunner().invoke(app, list(args), input=answer, catch_exceptions=False)
     if ok:
         assert result.exit_code == 0, result.output
     return result
@@ -210,6 +210,11 @@ def test_up_change_rollout_smoke_failure_resume_status_prune_down(
     assert targets["addsub"] in pruned["deleted"] and targets["adder"] in pruned["deleted"]
     keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="models/")["Contents"]}
     assert keys == {f"models/{t}" for t in published().values()} | {"models/manifest.json"}
+
+    # WHEN --purge is not confirmed, THEN nothing is deleted
+    refused = cli("down", "--stage", STAGE, "--purge", ok=False, answer="n\n")
+    assert refused.exit_code == 1 and f"s3://{BUCKET}/models/" in refused.output
+    assert json.loads(cli("status", "--stage", STAGE, "--json").stdout)["endpoint"] is not None
 
     # WHEN down runs, THEN the endpoint stack goes and the model store stays
     down = json.loads(cli("down", "--stage", STAGE, "--yes", "--json").stdout)
