@@ -240,3 +240,48 @@ def test_image_serve_script_starts_triton_like_the_local_single_model_mode(tmp_p
     # The local run adds only what this machine needs: a private backend directory.
     assert local_flags - script_flags == {"--backend-directory"}
     assert script_flags - local_flags == set()
+
+
+@pytest.mark.moto
+@pytest.mark.filterwarnings("ignore:Tried to parse AWS:UserWarning")
+@pytest.mark.filterwarnings("ignore:No Moto CloudFormation support:UserWarning")
+def test_inf1_stacks_create_on_moto_cloudformation(inf1_stage: Inf1Stage, moto_server: str) -> None:
+    import boto3
+
+    def client(service: str) -> Any:
+        return boto3.client(
+            service,
+            endpoint_url=moto_server,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+
+    client("ssm").put_parameter(
+        Name="/cdk-bootstrap/hnb659fds/version", Value="30", Type="String", Overwrite=True
+    )
+    cloudformation = client("cloudformation")
+    for name, path in inf1_stage.paths.items():
+        cloudformation.create_stack(
+            StackName=name, TemplateBody=path.read_text(), Capabilities=["CAPABILITY_IAM"]
+        )
+        stack = cloudformation.describe_stacks(StackName=name)["Stacks"][0]
+        assert stack["StackStatus"] == "CREATE_COMPLETE", (name, stack.get("StackStatusReason"))
+    (endpoint_arn,) = [
+        r["PhysicalResourceId"]
+        for r in cloudformation.describe_stack_resources(StackName="triton-inf1-inf1-endpoint")[
+            "StackResources"
+        ]
+        if r.get("ResourceType") == "AWS::SageMaker::Endpoint"
+    ]
+    sagemaker = client("sagemaker")
+    endpoint = sagemaker.describe_endpoint(EndpointName=endpoint_arn.rsplit("/", 1)[1])
+    assert endpoint["EndpointStatus"] == "InService"
+    config = sagemaker.describe_endpoint_config(EndpointConfigName=endpoint["EndpointConfigName"])
+    (variant,) = config["ProductionVariants"]
+    assert variant["InstanceType"] == "ml.inf1.6xlarge"
+    container = sagemaker.describe_model(ModelName=variant["ModelName"])["PrimaryContainer"]
+    assert container["Mode"] == "SingleModel"
+    assert container["Environment"] == {"SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": "router"}
+    assert container["ModelDataUrl"].endswith("/models/inf1/model.tar.gz")
+    assert ".dkr.ecr.us-east-1.amazonaws.com/cdk-hnb659fds-container-assets-" in container["Image"]
