@@ -78,3 +78,22 @@ def test_cli_validate_reports_both_models(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1
     assert "resnet (0:3) and bert (3:3) overlap" in result.stdout
+
+
+def test_instance_slices_must_match_the_instances_and_the_range(tmp_path: Path) -> None:
+    def slices(case: str, value: str, count: int = 1) -> list[str]:
+        repository = tmp_path / case
+        _neuron_model(repository, "resnet", 0, 3)
+        config = repository / "resnet" / "config.pbtxt"
+        config.write_text(
+            config.read_text().replace("count: 1", f"count: {count}")
+            + f'parameters {{ key: "INSTANCE_CORE_RANGES" value {{ string_value: "{value}" }} }}\n'
+        )
+        report = validate_repository(repository)  # no --instance: checked anyway
+        return [d.message for d in report.errors if d.field.endswith("INSTANCE_CORE_RANGES")]
+
+    assert slices("ok", "0-1,2-3", count=2) == []
+    assert slices("count", "0-1,2-3", count=3) == ["2 NeuronCore slices for 3 model instances"]
+    outside = "slice '2-5' is not a first-last range inside NeuronCores 0:3"
+    assert slices("outside", "2-5") == [outside]
+    assert slices("garbled", "x") == ["slice 'x' is not a first-last range inside NeuronCores 0:3"]
