@@ -254,6 +254,7 @@ def _up_aws(
         package_dir=package_dir,
     )
     settings = provider.settings
+    out = console()
     result = run_up(
         settings,
         provider,
@@ -261,12 +262,11 @@ def _up_aws(
         package_dir=settings.package_dir,
         options=UpOptions(dry_run=dry_run, skip_smoke=skip_smoke, timeout_s=timeout),
         reporter=reporter(interactive=interactive() and not as_json),
+        on_plan=None if as_json else (lambda plan: render_plan(plan, out)),
     )
     if as_json:
         emit_json(result.to_dict())
         return
-    out = console()
-    render_plan(result.plan, out)
     if dry_run:
         out.print("[bold]dry run[/]: nothing was changed")
         return

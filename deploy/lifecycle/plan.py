@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from deploy.errors import PackagingError
+from deploy.errors import ConfigError, PackagingError
 from deploy.lifecycle.prices import CostEstimate
 
 ModelAction = Literal["new", "changed", "unchanged", "removed"]
@@ -213,7 +213,9 @@ def superseded_archives(stored_keys: list[str], referenced: set[str], *, keep: i
     (`<model>-<hash>.tar.gz`).
     """
     if keep < 0:
-        raise ValueError("keep must be >= 0")
+        raise ConfigError(
+            f"--keep {keep} is negative", where="deploy prune --keep", fix="pass 0 or more"
+        )
     groups: dict[str, list[str]] = {}
     for key in stored_keys:
         if not key.endswith(".tar.gz"):

@@ -67,8 +67,10 @@ def _cdk_synthesize(
     if root not in sys.path:
         # The console script does not put the working directory on sys.path.
         sys.path.insert(0, root)
-    # Node 20 synthesizes correctly; without this jsii prints an end-of-life banner.
+    # Node 20 synthesizes correctly; without these jsii prints an end-of-life banner
+    # (the second variable lists the major versions to stay quiet about).
     os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     try:
         import aws_cdk as cdk
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,9 @@ def up(
     package_dir: Path,
     options: UpOptions,
     reporter: Reporter,
+    on_plan: Callable[[Plan], None] | None = None,
 ) -> UpResult:
+    """Run the stages; `on_plan` sees the plan before anything changes."""
     started = time.monotonic()
     # A package deployed as it is was validated when it was written.
     stages.validate(settings, repository, models=not options.skip_package)
@@ -64,6 +67,8 @@ def up(
     desired = stages.desired_infra(settings)
     the_plan, infra = stages.plan(settings, provider, manifest, desired)
     result = UpResult(plan=the_plan, dry_run=options.dry_run)
+    if on_plan is not None:
+        on_plan(the_plan)
     if options.dry_run:
         result.seconds = time.monotonic() - started
         return result
