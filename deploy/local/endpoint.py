@@ -127,6 +127,15 @@ class LocalEndpoint:
             loop.close()
 
         self._loop = loop
+
+        # Calls in flight when tritonserver dies fail at once instead of waiting out
+        # the invoke timeout.
+        def abort_calls_in_flight() -> None:
+            loop.call_soon_threadsafe(
+                self.frontend.upstream.abort_all, "tritonserver died while serving the call"
+            )
+
+        self.supervisor.on_crash.append(abort_calls_in_flight)
         self._thread = threading.Thread(target=run, name="local-endpoint", daemon=True)
         self._thread.start()
         done = threading.Event()

@@ -14,6 +14,7 @@ import contextlib
 import ctypes
 import http.client
 import logging
+import os
 import signal
 import socket
 import subprocess
@@ -41,6 +42,12 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
     # SIGKILL, not SIGTERM: tritonserver must not outlive a crashed parent.
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _reap_group(pgid: int) -> None:
+    """SIGKILL what is left of a finished tritonserver's process group (its stubs)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
 
 
 def ping(port: int, timeout: float = 1.0) -> bool:
@@ -148,6 +155,8 @@ class TritonSupervisor:
                 log.warning("tritonserver ignored SIGINT for %ss; killing it", self.stop_timeout)
                 process.kill()
                 process.wait()
+        if process is not None:
+            _reap_group(process.pid)
         if self._watcher is not None and self._watcher is not threading.current_thread():
             self._watcher.join(self.stop_timeout)
         self._run_exit_callbacks()
@@ -190,6 +199,10 @@ class TritonSupervisor:
                 # The stub's sys.path starts with this folder (numpy<2, see triton.py).
                 cwd=install.stub_site,
                 preexec_fn=_die_with_parent,  # prctl must run in the child
+                # Its own process group: the python-backend stubs it forks can be
+                # reaped with it (they inherit its sockets; alive, they keep
+                # clients' connections open after a crash).
+                start_new_session=True,
             )
         except OSError as exc:
             raise LocalEndpointError(
@@ -231,6 +244,7 @@ class TritonSupervisor:
             process = self._process
             assert process is not None
             code = process.wait()
+            _reap_group(process.pid)
             if self._stopping.is_set():
                 break
             self._ready.clear()
