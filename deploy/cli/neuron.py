@@ -59,7 +59,7 @@ def generate(
     """Write a Triton python-backend model that runs a compiled model on NeuronCores."""
     from deploy.cli.output import console, emit_json
     from deploy.neuron.generate import generate_model
-    from deploy.neuron.planning import require_core_plan, split_cores
+    from deploy.neuron.planning import repository_core_ranges, require_core_plan, split_cores
     from deploy.neuron.spec import build_spec
 
     spec = build_spec(
@@ -76,8 +76,10 @@ def generate(
         max_queue_delay_us=max_queue_delay_us,
         per_request=per_request,
     )
-    if instance_type is not None:
-        require_core_plan({spec.name: spec.cores}, instance_type)
+    # The repository's other Neuron models share the instance: no core twice.
+    ranges = repository_core_ranges(model_dir.parent) if model_dir.parent.is_dir() else {}
+    ranges[spec.name] = spec.cores
+    require_core_plan(ranges, instance_type)
     written = generate_model(spec, model_dir, force=force)
     slices = [piece.visible_cores() for piece in split_cores(spec.cores, spec.instances)]
     if as_json:

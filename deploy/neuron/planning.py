@@ -48,20 +48,24 @@ class CoreProblem:
     fix: str
 
 
-def check_core_plan(ranges: Mapping[str, CoreRange], instance_type: str) -> list[CoreProblem]:
-    """Every range must fit `instance_type`'s NeuronCores; no two may overlap."""
-    available = neuron_cores(instance_type)
+def check_core_plan(
+    ranges: Mapping[str, CoreRange], instance_type: str | None
+) -> list[CoreProblem]:
+    """Every range must fit `instance_type`'s NeuronCores (when given); no two may overlap."""
     problems: list[CoreProblem] = []
-    for name, cores in sorted(ranges.items()):
-        if cores.end >= available:
-            problems.append(
-                CoreProblem(
-                    (name,),
-                    f"NeuronCores {cores} are out of range: {instance_type} has "
-                    f"{available} (0:{available - 1})",
-                    "regenerate the model with --cores inside that range, or pick a larger inf1",
+    if instance_type is not None:
+        available = neuron_cores(instance_type)
+        for name, cores in sorted(ranges.items()):
+            if cores.end >= available:
+                problems.append(
+                    CoreProblem(
+                        (name,),
+                        f"NeuronCores {cores} are out of range: {instance_type} has "
+                        f"{available} (0:{available - 1})",
+                        "regenerate the model with --cores inside that range, "
+                        "or pick a larger inf1",
+                    )
                 )
-            )
     ordered = sorted(ranges.items(), key=lambda item: (item[1].start, item[0]))
     for i, (first, first_cores) in enumerate(ordered):
         for second, second_cores in ordered[i + 1 :]:
@@ -77,7 +81,7 @@ def check_core_plan(ranges: Mapping[str, CoreRange], instance_type: str) -> list
     return problems
 
 
-def require_core_plan(ranges: Mapping[str, CoreRange], instance_type: str) -> None:
+def require_core_plan(ranges: Mapping[str, CoreRange], instance_type: str | None) -> None:
     """`check_core_plan`, raising the first problem as a `NeuronError`."""
     problems = check_core_plan(ranges, instance_type)
     if problems:

@@ -168,3 +168,20 @@ def test_folder_name_must_match_model_name(torchscript: Path, tmp_path: Path) ->
     with pytest.raises(NeuronError, match="differs from model name"):
         generate_model(spec, tmp_path / "other")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_new_model_may_not_take_cores_of_the_repository_s_others(
+    torchscript: Path, tmp_path: Path
+) -> None:
+    runner = CliRunner()
+    first = runner.invoke(app, _arguments(torchscript, tmp_path / "repo" / "linear"))
+    assert first.exit_code == 0, first.output
+    arguments = _arguments(torchscript, tmp_path / "repo" / "other")
+    arguments[arguments.index("4:7")] = "6:9"
+    clash = runner.invoke(app, arguments)
+    assert clash.exit_code == 1
+    assert "linear (4:7) and other (6:9) overlap" in clash.output
+    assert sorted(p.name for p in (tmp_path / "repo").iterdir()) == ["linear"]
+    # Regenerating a model in place (--force) does not clash with its old self.
+    again = runner.invoke(app, [*_arguments(torchscript, tmp_path / "repo" / "linear"), "--force"])
+    assert again.exit_code == 0, again.output
