@@ -1,13 +1,13 @@
 """Inferentia (ml.inf1): Neuron model generation, NeuronCore planning, the router.
 
-    spec.py        arguments of `deploy neuron generate`, parsed and checked
-    instances.py   NeuronCores per inf1 size
-    planning.py    per-instance core slices; fit and overlap on an inf1 size
-    generate.py    the python-backend model (config.pbtxt + templates/neuron_model.py.tmpl)
-    router.py      the BLS router (templates/router_model.py.tmpl) and the single-model manifest
-    package.py     the inf1 layout as one single-model archive
-    compile.py     torch-neuron tracing (Neuron package repository)
-    validation.py  NeuronCore rules for `deploy validate --instance ml.inf1.*`
+spec.py        arguments of `deploy neuron generate`, parsed and checked
+instances.py   NeuronCores per inf1 size
+planning.py    per-instance core slices; fit and overlap on an inf1 size
+generate.py    the python-backend model (config.pbtxt + templates/neuron_model.py.tmpl)
+router.py      the BLS router (templates/router_model.py.tmpl) and the single-model manifest
+package.py     the inf1 layout as one single-model archive
+compile.py     torch-neuron tracing (Neuron package repository)
+validation.py  NeuronCore rules for `deploy validate --instance ml.inf1.*`
 """
 
 from __future__ import annotations
