@@ -115,7 +115,7 @@ def package_repository(
             )
     manifest = Manifest(models={p.entry.name: p.entry for p in packaged})
     manifest_path = write_manifest(out, manifest)
-    removed = _remove_unreferenced(out, repository, manifest)
+    removed = _remove_unreferenced(out, repository, manifest, previous)
     cache.forget_except(
         {str(e.source) for _, entries, _ in plans for e in entries if e.source is not None},
         {entry.target_model for entry in manifest.models.values()},
@@ -232,13 +232,17 @@ def _entry(
     )
 
 
-def _remove_unreferenced(out: Path, repository: Repository, manifest: Manifest) -> list[str]:
-    """Delete this repository's older archives (`<model>-<16 hex>.tar.gz`) no entry names."""
+def _remove_unreferenced(
+    out: Path, repository: Repository, manifest: Manifest, previous: Manifest | None
+) -> list[str]:
+    """Delete older archives no entry names: this repository's models' and the old manifest's."""
     keep = {entry.target_model for entry in manifest.models.values()}
+    listed = {e.target_model for e in previous.models.values()} if previous else set()
     removed = []
     for path in sorted(out.glob(f"*{ARCHIVE_SUFFIX}")):
         match = _ARCHIVE_NAME.match(path.name)
-        if match and match["model"] in repository.models and path.name not in keep:
+        ours = path.name in listed or (match is not None and match["model"] in repository.models)
+        if ours and path.name not in keep:
             path.unlink(missing_ok=True)
             removed.append(path.name)
     return removed

@@ -169,6 +169,24 @@ def test_changed_content_gets_a_new_target_model_and_the_old_archive_goes(
     assert sorted(p.name for p in (tmp_path / "out").glob("*.tar.gz")) == [new.target_model]
 
 
+def test_removed_model_drops_out_of_the_manifest_and_the_store(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "n").mkdir()
+    (repo / "n" / "config.pbtxt").write_text(ADDSUB_CONFIG.replace('name: "m"', 'name: "n"'))
+    (repo / "n" / "1").mkdir()
+    (repo / "n" / "1" / "model.py").write_text("#\n")
+    first = package_repository(repo, tmp_path / "out")
+    gone = first.manifest.models["n"].target_model
+    (repo / "n" / "config.pbtxt").unlink()
+    (repo / "n" / "1" / "model.py").unlink()
+    (repo / "n" / "1").rmdir()
+    (repo / "n").rmdir()
+    second = package_repository(repo, tmp_path / "out")
+    assert list(second.manifest.models) == ["m"]
+    assert second.removed == [gone]
+    assert not (tmp_path / "out" / gone).exists()
+
+
 def test_leftovers_are_not_packaged(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     (repo / "m" / "1" / "__pycache__").mkdir()
