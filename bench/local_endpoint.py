@@ -12,8 +12,12 @@ Prints one JSON document. In this same run it measures:
   added p50 at concurrency 1.
 - `cold_load`: first invocation of a ~500 MB model (fetch + sha256 + safe
   extraction + Triton load + the call) against the time to extract its
-  archive alone (`deploy.local.archive.extract_archive`, and `tar -xzf`).
-  Target: cold load ≤ 1.5× the extract time.
+  archive alone (`deploy.local.archive.extract_archive`, and `tar -xzf`),
+  for a model that reads all its weights in `initialize` and for one that
+  memory-maps them. Target: cold load ≤ 1.5× the extract time.
+- CPU per request of the client, the front-end process and tritonserver
+  (with its python-backend stubs), read from /proc: req/s on a shared
+  machine swing with other load; CPU per request does much less.
 
 The endpoint runs as `python -m deploy serve` in its own process; client,
 front end and tritonserver share this machine's cores.
@@ -55,10 +59,14 @@ import os
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
+# read: np.fromfile (all weights into memory, like most models); mmap: np.memmap
+LOAD = {load}
+
+
 class TritonPythonModel:
     def initialize(self, args):
         path = os.path.join(args["model_repository"], args["model_version"], "weights.bin")
-        self.weights = np.fromfile(path, dtype=np.float32)  # read it all, like a real model
+        self.weights = LOAD(path)
 
     def execute(self, requests):
         out = np.array([[float(self.weights[:4].sum())]], dtype=np.float32)
@@ -291,19 +299,25 @@ def cpu_bound_ratio(runs: dict[str, list[dict[str, Any]]]) -> float:
     return round(total("direct") / total("front_end"), 3)
 
 
-def write_big_archive(store: Path, megabytes: int) -> tuple[str, Path]:
+LOADERS = {
+    "read_all_weights": "lambda path: np.fromfile(path, dtype=np.float32)",
+    "memory_mapped_weights": "lambda path: np.memmap(path, dtype=np.float32, mode='r')",
+}
+
+
+def write_big_archive(store: Path, megabytes: int, variant: str) -> tuple[str, Path]:
     from isal import igzip
 
     folder = store.parent / "big-src"
     (folder / "big" / "1").mkdir(parents=True, exist_ok=True)
     (folder / "big" / "config.pbtxt").write_text(BIG_CONFIG)
-    (folder / "big" / "1" / "model.py").write_text(BIG_MODEL)
+    (folder / "big" / "1" / "model.py").write_text(BIG_MODEL.replace("{load}", LOADERS[variant]))
     weights = folder / "big" / "1" / "weights.bin"
     rng = np.random.default_rng(0)
     with weights.open("wb") as out:  # float weights barely compress: random data is fair
         for _ in range(megabytes):
             out.write(rng.standard_normal(262144, dtype=np.float32).tobytes())
-    target = "big.tar.gz"
+    target = f"big-{variant}.tar.gz"
     with (
         igzip.open(store / target, "wb", compresslevel=1) as raw,
         tarfile.open(fileobj=raw, mode="w|") as tar,
@@ -314,7 +328,13 @@ def write_big_archive(store: Path, megabytes: int) -> tuple[str, Path]:
 
 
 def cold_load(store: Path, megabytes: int, work: Path) -> dict[str, Any]:
-    target, archive = write_big_archive(store, megabytes)
+    """Both ways a model may load its weights; the archives differ only in model.py."""
+    return {variant: cold_load_one(store, megabytes, work, variant) for variant in LOADERS}
+
+
+def cold_load_one(store: Path, megabytes: int, work: Path, variant: str) -> dict[str, Any]:
+    target, archive = write_big_archive(store, megabytes, variant)
+    archive_mb = round(archive.stat().st_size / 1e6, 1)
     # Baselines: extraction alone, warm page cache (the endpoint reads the same file).
     extract_s = []
     for attempt in range(2):
@@ -330,7 +350,7 @@ def cold_load(store: Path, megabytes: int, work: Path) -> dict[str, Any]:
     tar_s = time.perf_counter() - started
     shutil.rmtree(tar_dir)
 
-    process, port = start_endpoint(store, work / "serve-cold.log")
+    process, port = start_endpoint(store, work / f"serve-cold-{variant}.log")
     try:
         body, content_type = binary_body({"X": np.ones((1, 1), np.float32)})
         headers = {"Content-Type": content_type, "X-Amzn-SageMaker-Target-Model": target}
@@ -347,11 +367,12 @@ def cold_load(store: Path, megabytes: int, work: Path) -> dict[str, Any]:
     finally:
         process.send_signal(2)
         process.wait(30)
+        archive.unlink()
     best_extract = min(extract_s)
     inherent = loaded["extract_s"] + loaded["triton_load_s"]
     return {
         "model_mb": megabytes,
-        "archive_mb": round(archive.stat().st_size / 1e6, 1),
+        "archive_mb": archive_mb,
         "extract_s": round(best_extract, 3),
         "tar_xzf_s": round(tar_s, 3),
         "cold_invoke_s": round(cold, 3),
@@ -398,7 +419,10 @@ def main() -> None:
     report["targets"] = {
         "c8_front_end_vs_direct>=0.8": c8["front_end_vs_direct_throughput"] >= 0.8,
         "c1_added_p50_ms<=0.4": c1["added_p50_ms"] <= 0.4,
-        "cold_vs_extract<=1.5": report["cold_load"]["cold_vs_extract"] <= 1.5,
+        "cold_vs_extract<=1.5": {
+            variant: result["cold_vs_extract"] <= 1.5
+            for variant, result in report["cold_load"].items()
+        },
     }
     print(json.dumps(report, indent=2))
 

@@ -44,6 +44,16 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
+def _running(pid: int) -> bool:
+    """Not exited, read from /proc: Popen.poll() answers "running" while the
+    watcher thread is blocked in wait() on the same process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
 def _reap_group(pgid: int) -> None:
     """SIGKILL what is left of a finished tritonserver's process group (its stubs)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -119,7 +129,9 @@ class TritonSupervisor:
 
     @property
     def ready(self) -> bool:
-        return self._ready.is_set()
+        """Answering /ping, and the process has not exited since (checked now)."""
+        process = self._process
+        return self._ready.is_set() and process is not None and _running(process.pid)
 
     def wait_ready(self, timeout: float) -> bool:
         """Block until the server is ready (or `timeout` seconds pass)."""
@@ -244,10 +256,10 @@ class TritonSupervisor:
             process = self._process
             assert process is not None
             code = process.wait()
+            self._ready.clear()
             _reap_group(process.pid)
             if self._stopping.is_set():
                 break
-            self._ready.clear()
             log.error("tritonserver exited unexpectedly with code %s", code)
             self._call(self.on_crash)
             if self.restarts >= self.max_restarts:

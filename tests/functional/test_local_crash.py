@@ -68,7 +68,7 @@ def test_kill_9_under_traffic_restarts_and_reloads(local_endpoint: Any) -> None:
     assert endpoint.platform.loads[target] == loads_before + 1
     errors = set(outcomes) - {"ok"}
     # Requests inside Triton when it died get an error (each call takes 0.2 s there).
-    assert errors and errors <= {"ServiceUnavailable", "ModelError"}, outcomes
+    assert errors == {"ServiceUnavailable"}, outcomes
     assert max(durations) < 30
     assert outcomes[-1] == "ok"
     _, outputs = invoke(
