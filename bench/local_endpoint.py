@@ -7,7 +7,8 @@ Prints one JSON document. In this same run it measures:
   (`POST /endpoints/local/invocations` + TargetModel) and straight to
   tritonserver's SageMaker port (`POST /models/<hash>/invoke`, the baseline),
   with the same keep-alive HTTP/1.1 load generator and the same binary body.
-  Rounds alternate between the two so background load hits both alike.
+  A plain aiohttp pass-through runs as a reference in the same rounds.
+  Rounds alternate between them so background load hits all alike.
   Targets: front end ≥ 80% of direct throughput at concurrency 8, ≤ 0.4 ms
   added p50 at concurrency 1.
 - `cold_load`: first invocation of a ~500 MB model (fetch + sha256 + safe
@@ -36,6 +37,7 @@ import os
 import platform
 import resource
 import shutil
+import socket
 import subprocess
 import sys
 import tarfile
@@ -247,6 +249,63 @@ def start_endpoint(store: Path, log: Path) -> tuple[subprocess.Popen[bytes], int
 
 
 # -- parts ------------------------------------------------------------------------------
+def naive_proxy(port: int, triton_port: int, name: str) -> None:
+    """Reference point: a plain aiohttp pass-through (web server + pooled ClientSession)."""
+    from aiohttp import ClientSession, TCPConnector, web
+
+    upstream = f"http://127.0.0.1:{triton_port}/models/{name}/invoke"
+
+    async def invoke(request: web.Request) -> web.Response:
+        session: ClientSession = request.app["session"]
+        body = await request.read()
+        headers = {
+            "Content-Type": request.headers.get("Content-Type", ""),
+            "X-Amzn-SageMaker-Target-Model": request.headers.get(
+                "X-Amzn-SageMaker-Target-Model", ""
+            ),
+        }
+        async with session.post(upstream, data=body, headers=headers) as answer:
+            data = await answer.read()
+            return web.Response(
+                status=answer.status,
+                body=data,
+                headers={
+                    "Content-Type": answer.headers.get("Content-Type", ""),
+                    "x-Amzn-Invoked-Production-Variant": "AllTraffic",
+                },
+            )
+
+    async def start(app: web.Application) -> None:
+        app["session"] = ClientSession(connector=TCPConnector(limit=64))
+
+    async def stop(app: web.Application) -> None:
+        await app["session"].close()
+
+    app = web.Application()
+    app.router.add_post("/endpoints/local/invocations", invoke)
+    app.on_startup.append(start)
+    app.on_cleanup.append(stop)
+    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
+
+
+def start_naive_proxy(triton_port: int, name: str) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, __file__, "--naive-proxy", str(port), str(triton_port), name],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return process, port
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    raise SystemExit("the naive proxy did not start")
+
+
 def throughput(store: Path, target: str, seconds: float, rounds: int, work: Path) -> dict[str, Any]:
     process, port = start_endpoint(store, work / "serve-throughput.log")
     try:
@@ -261,17 +320,26 @@ def throughput(store: Path, target: str, seconds: float, rounds: int, work: Path
         triton_tree = [pid for pid in process_tree(process.pid) if pid != process.pid]
         via_front = http_request("/endpoints/local/invocations", headers, body)
         direct = http_request(f"/models/{name}/invoke", headers, body)
+        naive, naive_port = start_naive_proxy(triton, name)
         results: dict[str, Any] = {}
         for concurrency in (1, 8, 32):
-            load(port, via_front, concurrency, 0.5)  # warm both paths
+            load(port, via_front, concurrency, 0.5)  # warm every path
             load(triton, direct, concurrency, 0.5)
-            runs: dict[str, list[dict[str, Any]]] = {"front_end": [], "direct": []}
+            load(naive_port, via_front, concurrency, 0.5)
+            runs: dict[str, list[dict[str, Any]]] = {
+                "front_end": [],
+                "direct": [],
+                "naive_aiohttp_proxy": [],
+            }
             for _ in range(rounds):
                 runs["direct"].append(
                     measured(triton, direct, concurrency, seconds, process.pid, triton_tree)
                 )
                 runs["front_end"].append(
                     measured(port, via_front, concurrency, seconds, process.pid, triton_tree)
+                )
+                runs["naive_aiohttp_proxy"].append(
+                    measured(naive_port, via_front, concurrency, seconds, naive.pid, triton_tree)
                 )
             best = {k: max(v, key=lambda r: r["req_per_s"]) for k, v in runs.items()}
             results[f"c{concurrency}"] = {
@@ -281,22 +349,30 @@ def throughput(store: Path, target: str, seconds: float, rounds: int, work: Path
                     best["front_end"]["req_per_s"] / best["direct"]["req_per_s"], 3
                 ),
                 "added_p50_ms": round(best["front_end"]["p50_ms"] - best["direct"]["p50_ms"], 3),
+                "naive_proxy_vs_direct_throughput": round(
+                    best["naive_aiohttp_proxy"]["req_per_s"] / best["direct"]["req_per_s"], 3
+                ),
                 # On 2 shared cores CPU is the limit: the throughput the CPU spent per
                 # request allows, front end vs direct (immune to other load on the box).
                 "cpu_bound_ratio": cpu_bound_ratio(runs),
             }
+        naive.terminate()
+        naive.wait(10)
         return results
     finally:
         process.send_signal(2)
         process.wait(30)
 
 
-def cpu_bound_ratio(runs: dict[str, list[dict[str, Any]]]) -> float:
+def cpu_bound_ratio(runs: dict[str, list[dict[str, Any]]]) -> dict[str, float]:
     def total(kind: str) -> float:
         spent = [sum(r["cpu_us_per_request"].values()) for r in runs[kind]]
         return sum(spent) / len(spent)
 
-    return round(total("direct") / total("front_end"), 3)
+    return {
+        kind: round(total("direct") / total(kind), 3)
+        for kind in ("front_end", "naive_aiohttp_proxy")
+    }
 
 
 LOADERS = {
@@ -389,6 +465,9 @@ def cold_load_one(store: Path, megabytes: int, work: Path, variant: str) -> dict
 
 
 def main() -> None:
+    if len(sys.argv) == 5 and sys.argv[1] == "--naive-proxy":
+        naive_proxy(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short runs, a 100 MB model")
     parser.add_argument("--seconds", type=float, default=None)
