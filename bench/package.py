@@ -92,6 +92,21 @@ def main() -> None:
             shutil.copytree(repo, work / "copy")
             fsync_tree(work / "copy")
 
+        def read_write_copy() -> None:
+            # The same copy through user space (read/write, 4 MiB at a time).
+            target = work / "copy-rw"
+            for source in sorted(repo.rglob("*")):
+                destination = target / source.relative_to(repo)
+                if source.is_dir():
+                    destination.mkdir(parents=True, exist_ok=True)
+                    continue
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                with source.open("rb") as src, destination.open("wb") as dst:
+                    while chunk := src.read(4 * 1024 * 1024):
+                        dst.write(chunk)
+                    dst.flush()
+                    os.fsync(dst.fileno())
+
         def gnu_tar() -> None:
             out = work / "gnu.tar.gz"
             subprocess.run(["tar", "-czf", str(out), "-C", str(repo), *models], check=True)
@@ -109,6 +124,7 @@ def main() -> None:
             os.close(fd)
 
         results["plain_copy_s"] = timed(copy)
+        results["read_write_copy_s"] = timed(read_write_copy)
         cpu_start = time.process_time()
         results["deploy_package_s"] = timed(lambda: package_repository(repo, work / "store"))
         # CPU seconds of all the packaging threads: the wall time if cores were free.
@@ -136,11 +152,13 @@ def main() -> None:
                 "gnu_tar_czf": rate(results["gnu_tar_czf_s"]),
                 "python_tarfile_gz": rate(results["python_tarfile_gz_s"]),
                 "plain_copy": rate(results["plain_copy_s"]),
+                "read_write_copy": rate(results["read_write_copy_s"]),
             },
             "ratios": {
                 "vs_gnu_tar_czf": round(results["gnu_tar_czf_s"] / package_s, 2),
                 "vs_python_tarfile_gz": round(results["python_tarfile_gz_s"] / package_s, 2),
                 "vs_plain_copy": round(results["plain_copy_s"] / package_s, 2),
+                "vs_read_write_copy": round(results["read_write_copy_s"] / package_s, 2),
             },
             "archive_bytes": sum(p.stat().st_size for p in (work / "store").glob("*.tar.gz")),
             "targets": {"vs_gnu_tar_czf": 5.0, "vs_plain_copy": 0.5, "noop_rerun_s": 0.2},
