@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import io
+import queue
 import tarfile
+import threading
 from collections.abc import Callable
 from typing import BinaryIO
 
@@ -29,24 +31,43 @@ COPY_BUFFER = 4 * 1024 * 1024
 
 
 class _HashingWriter(io.RawIOBase):
-    """Counts and hashes the compressed bytes as they go to the file."""
+    """Writes the compressed bytes to the file and hashes them (sha256) on a thread of its own.
+
+    Hashing beside the write keeps it off the compression writer's critical
+    path; isal hands over immutable `bytes` blocks, so no copy is needed.
+    """
 
     def __init__(self, raw: BinaryIO) -> None:
         self.raw = raw
         self.sha = hashlib.sha256()
         self.size = 0
+        self._blocks: queue.Queue[bytes | None] = queue.Queue(maxsize=16)
+        self._hasher = threading.Thread(target=self._hash, name="archive-sha256", daemon=True)
+        self._hasher.start()
+
+    def _hash(self) -> None:
+        while (block := self._blocks.get()) is not None:
+            self.sha.update(block)
 
     def writable(self) -> bool:
         return True
 
     def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
-        view = memoryview(data)
-        self.sha.update(view)
-        self.size += view.nbytes
+        block = data if isinstance(data, bytes) else bytes(data)
+        self._blocks.put(block)
+        self.size += len(block)
+        view = memoryview(block)
         written = 0
-        while written < view.nbytes:
+        while written < len(block):
             written += self.raw.write(view[written:]) or 0
-        return view.nbytes
+        return len(block)
+
+    def hexdigest(self) -> str:
+        """The archive's sha256, once every block is written."""
+        if self._hasher.is_alive():
+            self._blocks.put(None)
+            self._hasher.join()
+        return self.sha.hexdigest()
 
 
 class _HashingReader(io.RawIOBase):
@@ -107,30 +128,33 @@ def write_archive(
 ) -> tuple[str, int, dict[str, str]]:
     """Write `entries` as tar.gz to `out`; returns (archive sha256, bytes, member hashes)."""
     sink = _HashingWriter(out)
-    contents: dict[str, str] = {}
-    with igzip_threaded.open(  # type: ignore[no-untyped-call]
-        sink, "wb", compresslevel=COMPRESS_LEVEL, threads=threads, block_size=BLOCK_SIZE
-    ) as gz:
-        tar = tarfile.TarFile(
-            fileobj=_Position(gz),  # type: ignore[arg-type]
-            mode="w",
-            format=tarfile.GNU_FORMAT,
-            encoding="utf-8",
-            errors="strict",
-            copybufsize=COPY_BUFFER,
-        )
-        with tar:
-            for entry in entries:
-                info = tar_info(entry)
-                if entry.kind == "dir":
-                    tar.addfile(info)
-                elif entry.data is not None:
-                    contents[entry.arcname] = content_hash(entry.data).hexdigest()
-                    tar.addfile(info, io.BytesIO(entry.data))
-                else:
-                    assert entry.source is not None  # a file member has data or a source
-                    with entry.source.open("rb", buffering=0) as raw:
-                        reader = _HashingReader(raw, on_bytes)
-                        tar.addfile(info, reader)
-                        contents[entry.arcname] = reader.hash.hexdigest()
-    return sink.sha.hexdigest(), sink.size, contents
+    try:
+        contents: dict[str, str] = {}
+        with igzip_threaded.open(  # type: ignore[no-untyped-call]
+            sink, "wb", compresslevel=COMPRESS_LEVEL, threads=threads, block_size=BLOCK_SIZE
+        ) as gz:
+            tar = tarfile.TarFile(
+                fileobj=_Position(gz),  # type: ignore[arg-type]
+                mode="w",
+                format=tarfile.GNU_FORMAT,
+                encoding="utf-8",
+                errors="strict",
+                copybufsize=COPY_BUFFER,
+            )
+            with tar:
+                for entry in entries:
+                    info = tar_info(entry)
+                    if entry.kind == "dir":
+                        tar.addfile(info)
+                    elif entry.data is not None:
+                        contents[entry.arcname] = content_hash(entry.data).hexdigest()
+                        tar.addfile(info, io.BytesIO(entry.data))
+                    else:
+                        assert entry.source is not None  # a file member has data or a source
+                        with entry.source.open("rb", buffering=0) as raw:
+                            reader = _HashingReader(raw, on_bytes)
+                            tar.addfile(info, reader)
+                            contents[entry.arcname] = reader.hash.hexdigest()
+    finally:
+        digest = sink.hexdigest()  # also stops the hashing thread on failure
+    return digest, sink.size, contents
