@@ -19,44 +19,58 @@ PARTIAL_MARK = ".partial-"
 
 
 class AtomicFile:
-    """An open binary file and the name it gets when the `with` block succeeds."""
+    """A file being written that appears under `target` only when committed.
 
-    def __init__(self, handle: BinaryIO, target: Path) -> None:
-        self.handle = handle
-        self.target = target  # may be changed before the block ends
+    `commit()` (fsync, then link or rename into place) may run on another
+    thread while the next file is written; `discard()` removes every trace.
+    """
+
+    def __init__(self, target: Path) -> None:
+        self.target = target  # may be changed before commit()
+        directory = target.parent
+        directory.mkdir(parents=True, exist_ok=True)
+        self._partial = directory / f".{target.name}{PARTIAL_MARK}{os.getpid()}"
+        fd: int | None = None
+        self._named = True
+        if _tmpfile_links(directory):
+            with contextlib.suppress(OSError):
+                fd = os.open(directory, os.O_TMPFILE | os.O_WRONLY, 0o644)
+                self._named = False
+        if fd is None:
+            fd = os.open(self._partial, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o644)
+        self.handle: BinaryIO = os.fdopen(fd, "wb", buffering=0)
+
+    def commit(self) -> Path:
+        try:
+            self.handle.flush()
+            os.fsync(self.handle.fileno())
+            if not self._named:
+                # link(2) cannot replace an existing file: link under the
+                # partial name, then rename over the target.
+                self._partial.unlink(missing_ok=True)
+                os.link(f"/proc/self/fd/{self.handle.fileno()}", self._partial)
+            self._partial.replace(self.target)
+        except BaseException:
+            self.discard()
+            raise
+        self.handle.close()
+        return self.target
+
+    def discard(self) -> None:
+        self.handle.close()
+        self._partial.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
 def atomic_file(target: Path) -> Iterator[AtomicFile]:
     """Yield an `AtomicFile`; on clean exit it becomes `.target` (fsynced), else vanishes."""
-    directory = target.parent
-    directory.mkdir(parents=True, exist_ok=True)
-    fd: int | None = None
-    partial = directory / f".{target.name}{PARTIAL_MARK}{os.getpid()}"
-    named = True
-    if _tmpfile_links(directory):
-        with contextlib.suppress(OSError):
-            fd = os.open(directory, os.O_TMPFILE | os.O_WRONLY, 0o644)
-            named = False
-    if fd is None:
-        fd = os.open(partial, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o644)
-    handle = os.fdopen(fd, "wb", buffering=0)
-    result = AtomicFile(handle, target)
+    file = AtomicFile(target)
     try:
-        yield result
-        handle.flush()
-        os.fsync(handle.fileno())
-        if not named:
-            # link(2) cannot replace an existing file: link under the partial
-            # name, then rename over the target.
-            partial.unlink(missing_ok=True)
-            os.link(f"/proc/self/fd/{handle.fileno()}", partial, follow_symlinks=True)
-        partial.replace(result.target)
+        yield file
     except BaseException:
-        partial.unlink(missing_ok=True)
+        file.discard()
         raise
-    finally:
-        handle.close()
+    file.commit()
 
 
 @functools.lru_cache(maxsize=64)

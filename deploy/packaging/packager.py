@@ -14,13 +14,14 @@ import contextlib
 import os
 import re
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from deploy.errors import PackagingError
 from deploy.packaging.archive import write_archive
-from deploy.packaging.atomic import atomic_file, remove_stale_partials
+from deploy.packaging.atomic import AtomicFile, remove_stale_partials
 from deploy.packaging.digest import DigestCache, cached_contents, source_digest
 from deploy.packaging.layout import Entry, archive_entries
 from deploy.packaging.manifest import (
@@ -107,12 +108,27 @@ def package_repository(
 
     plans = [(name, *archive_entries(repository, name)) for name in repository.models]
     packaged: list[PackagedModel] = []
-    with _progress_bar(progress, plans, cache, previous) as on_bytes:
+    commits: list[tuple[Future[Path], PackagedModel]] = []
+    # Finished archives are fsynced and moved into place on another thread
+    # while the next one is written; the manifest waits for all of them.
+    with (
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="archive-commit") as committer,
+        _progress_bar(progress, plans, cache, previous) as on_bytes,
+    ):
         for name, entries, contains in plans:
             model = repository.models[name]
-            packaged.append(
-                _package_model(model, entries, contains, out, cache, previous, workers, on_bytes)
+            result, commit = _package_model(
+                model, entries, contains, out, cache, previous, workers, on_bytes, committer
             )
+            packaged.append(result)
+            if commit is not None:
+                commits.append((commit, result))
+    for commit, result in commits:
+        try:
+            commit.result()
+        except OSError as exc:
+            raise _write_error(result.entry.name, out, exc) from exc
+        cache.remember_archive(result.path, result.entry.sha256)
     manifest = Manifest(models={p.entry.name: p.entry for p in packaged})
     manifest_path = write_manifest(out, manifest)
     removed = _remove_unreferenced(out, repository, manifest, previous)
@@ -183,34 +199,43 @@ def _package_model(
     previous: Manifest | None,
     threads: int,
     on_bytes: Callable[[int], None] | None,
-) -> PackagedModel:
+    committer: ThreadPoolExecutor,
+) -> tuple[PackagedModel, Future[Path] | None]:
     reuse = _reusable(model.name, entries, out, cache, previous)
     if reuse is not None:
         old, path = reuse
         fresh = _entry(model, contains, old.target_model, old.sha256, old.bytes, old.source_digest)
         if on_bytes is not None:
             on_bytes(sum(e.size for e in entries if e.source is not None))
-        return PackagedModel(fresh, path, reused=True)
+        return PackagedModel(fresh, path, reused=True), None
     # The name depends on the content hashes computed while writing, so the
     # archive goes to an unnamed file first and gets its name at the end.
+    file = AtomicFile(out / f"{model.name}{ARCHIVE_SUFFIX}")
     try:
-        with atomic_file(out / f"{model.name}{ARCHIVE_SUFFIX}") as file:
-            sha, size, contents = write_archive(
-                entries, file.handle, threads=threads, on_bytes=on_bytes
-            )
-            digest = source_digest(entries, contents)
-            file.target = path = out / target_name(model.name, digest)
-    except OSError as exc:
-        raise PackagingError(
-            f"cannot write the archive of model {model.name!r}: {exc}",
-            where=str(out),
-            fix="check free space and permissions, and that no file changed while packaging",
-        ) from exc
+        sha, size, contents = write_archive(
+            entries, file.handle, threads=threads, on_bytes=on_bytes
+        )
+    except BaseException as exc:
+        file.discard()
+        if isinstance(exc, OSError):
+            raise _write_error(model.name, out, exc) from exc
+        raise
+    digest = source_digest(entries, contents)
+    file.target = path = out / target_name(model.name, digest)
+    commit = committer.submit(file.commit)
     for entry in entries:
         if entry.source is not None:
             cache.remember_file(entry, contents[entry.arcname])
-    cache.remember_archive(path, sha)
-    return PackagedModel(_entry(model, contains, path.name, sha, size, digest), path, reused=False)
+    packaged = PackagedModel(_entry(model, contains, path.name, sha, size, digest), path, False)
+    return packaged, commit
+
+
+def _write_error(model: str, out: Path, exc: OSError) -> PackagingError:
+    return PackagingError(
+        f"cannot write the archive of model {model!r}: {exc}",
+        where=str(out),
+        fix="check free space and permissions, and that no file changed while packaging",
+    )
 
 
 def _entry(
