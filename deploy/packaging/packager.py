@@ -4,8 +4,9 @@ Order of work, so an interrupted run never leaves a manifest that names a
 missing or partial archive: read the repository; for each model compute its
 members and, when every file's hash is cached, its source digest; reuse the
 archive if the digest and the archive's hash still match, else stream a new
-archive into an unnamed temporary file and link it into place; write the
-manifest atomically last; then remove archives no entry names any more.
+archive into an unnamed temporary file, then fsync it and link it into place
+on a commit thread while the next archive is written; once every commit is
+done, write the manifest atomically; then remove archives no entry names.
 """
 
 from __future__ import annotations
