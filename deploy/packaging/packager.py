@@ -284,6 +284,7 @@ def _progress_bar(
     if not enabled:
         yield None
         return
+    from rich.console import Console
     from rich.progress import (
         BarColumn,
         DownloadColumn,
@@ -299,6 +300,7 @@ def _progress_bar(
         DownloadColumn(),
         TransferSpeedColumn(),
         TimeRemainingColumn(),
+        console=Console(stderr=True),  # stdout stays for results
         transient=True,
     ) as bar:
         task = bar.add_task("packaging", total=total)

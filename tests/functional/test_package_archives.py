@@ -334,3 +334,10 @@ def test_cli_package_json_and_errors(tmp_path: Path) -> None:
     assert "Traceback" not in missing.output
     usage = runner.invoke(app, ["package", str(repo)])
     assert usage.exit_code == 2
+
+
+def test_progress_bar_stays_off_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path / "repo")
+    result = package_repository(repo, tmp_path / "out", progress=True)
+    assert [m.reused for m in result.models] == [False]
+    assert capsys.readouterr().out == ""  # the bar never writes to stdout

@@ -106,3 +106,29 @@ def test_cli_exit_codes_and_json() -> None:
     assert "warning" in warn_only.output
     missing = runner.invoke(app, ["validate", str(FIXTURES / "nope")])
     assert missing.exit_code == 1
+
+
+def test_torchscript_inputs_may_use_forward_argument_names(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    class Scale(torch.nn.Module):  # type: ignore[misc]
+        def forward(self, image):  # type: ignore[no-untyped-def]
+            return image * 2
+
+    version = tmp_path / "m" / "1"
+    version.mkdir(parents=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.jit.save(torch.jit.trace(Scale(), torch.zeros(1, 2)), str(version / "model.pt"))
+    config = tmp_path / "m" / "config.pbtxt"
+    config.write_text(
+        'platform: "pytorch_libtorch"\nmax_batch_size: 1\n'
+        'input [ { name: "image", data_type: TYPE_FP32, dims: [ 2 ] } ]\n'
+        'output [ { name: "OUTPUT__0", data_type: TYPE_FP32, dims: [ 2 ] } ]\n'
+    )
+    assert validate_repository(tmp_path).diagnostics == ()
+    config.write_text(config.read_text().replace('"image"', '"pixels"'))
+    (problem,) = validate_repository(tmp_path).diagnostics
+    assert (problem.field, problem.severity) == ("input[0].name", "error")
+    assert "(image)" in problem.message
