@@ -3,9 +3,10 @@
 Baselines measured in the same run, on the same input: GNU `tar -czf`,
 Python's `tarfile` with gzip (its default level), and a plain copy of the
 bytes (`shutil.copytree`, which copies inside the kernel; a read/write loop
-through user space is reported too). Every method reads the same (page-cached) files and fsyncs what it
-writes, as `deploy package` does. Then the no-op re-run, in process and
-through the CLI. Targets: >= 5x GNU tar, >= 0.5x the plain copy, no-op <= 0.2 s.
+through user space is reported too). Every method reads the same
+(page-cached) files and fsyncs what it writes, as `deploy package` does.
+Then the no-op re-run, in process and through the CLI. Targets: >= 5x GNU
+tar, >= 0.5x the plain copy, no-op <= 0.2 s.
 
     python bench/package.py [--gb 1.0] [--keep]
 """
