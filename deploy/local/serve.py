@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 import signal
 import tempfile
@@ -31,7 +30,8 @@ def resolve_store(location: str, *, package_dir: Path | None = None) -> str:
             where=str(path),
             fix="pass the folder `deploy package` wrote, an s3:// store, or a repository",
         )
-    package_repository = importlib.import_module("deploy.packaging").package_repository
+    from deploy.packaging import package_repository
+
     out = package_dir or Path(tempfile.mkdtemp(prefix="deploy-serve-store-"))
     log.info("packaging repository %s into %s", path, out)
     package_repository(path, out)

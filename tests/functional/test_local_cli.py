@@ -56,3 +56,14 @@ def test_serve_refuses_a_folder_that_is_no_store(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["serve", str(tmp_path), "--port", "0"])
     assert result.exit_code == 1
     assert "neither a model store" in result.output
+
+
+def test_serve_packages_a_repository_given_as_store(tmp_path: Path) -> None:
+    pytest.importorskip("deploy.packaging")
+    from deploy.local.serve import resolve_store
+
+    store = Path(resolve_store(str(EXAMPLES), package_dir=tmp_path / "store"))
+    manifest = json.loads((store / "manifest.json").read_text())
+    assert set(manifest["models"]) == {p.parent.name for p in EXAMPLES.glob("*/config.pbtxt")}
+    # A store is served as it is.
+    assert resolve_store(str(store)) == str(store)
