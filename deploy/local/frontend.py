@@ -45,6 +45,7 @@ _KEPT_HEADERS = frozenset(
         b"content-type",
         b"content-length",
         b"accept",
+        b"expect",
         wire.TARGET_MODEL.encode(),
         wire.CUSTOM_ATTRIBUTES.encode(),
     }
@@ -292,6 +293,10 @@ class _Connection(asyncio.Protocol):
         length = request.headers.get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.frontend.max_payload:
             request.too_large = True
+        if request.headers.get(b"expect", b"").lower() == b"100-continue" and self.transport:
+            # curl and others wait for this before sending a body (an oversized
+            # one is drained, then refused).
+            self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
 
     def on_body(self, body: bytes) -> None:
         request = self.current

@@ -277,6 +277,22 @@ def test_out_of_memory_load_evicts_lru_and_retries_once(
     assert platform.loads["tests/hungry.tar.gz"] == 1
 
 
+def test_expect_100_continue_is_answered(local_endpoint: Any, store: Path, runtime: Any) -> None:
+    invoke(runtime, "local", "tests/addsub_a.tar.gz", {"INPUT0": A, "INPUT1": B})
+    body, content_type = encode({"INPUT0": A, "INPUT1": B})
+    head = (
+        "POST /endpoints/local/invocations HTTP/1.1\r\nHost: x\r\n"
+        f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
+        "X-Amzn-SageMaker-Target-Model: tests/addsub_a.tar.gz\r\n"
+        "Expect: 100-continue\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", local_endpoint.endpoint.port), timeout=5) as sock:
+        sock.sendall(head.encode())
+        assert sock.recv(4096).startswith(b"HTTP/1.1 100 Continue")
+        sock.sendall(body)
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200 OK")
+
+
 def test_malformed_http_gets_a_400_and_server_survives(local_endpoint: Any, store: Path) -> None:
     with socket.create_connection(("127.0.0.1", local_endpoint.endpoint.port), timeout=5) as sock:
         sock.sendall(b"NOT HTTP AT ALL\r\n\r\n")
