@@ -5,11 +5,14 @@
     archive.py      safe extraction of model archives
     store.py        reading archives from a directory or s3://, and the manifest
     adapters.py     python-backend adapters for TorchScript and ONNX models
+    adapter_model.py.tmpl  the adapter's model.py (copied into adapted models)
     platform.py     the MME platform: lazy load, load-once, LRU eviction
     wire.py         AWS error shapes and the SageMaker runtime wire constants
     frontend.py     the asyncio HTTP/1.1 front end (SageMaker runtime data plane)
     endpoint.py     composes the above into one running endpoint
+    serve.py        `deploy serve`: an endpoint in the foreground until SIGINT/SIGTERM
     provider.py     `deploy up/status/down --local` (background endpoint + state file)
+    single_model.py single-model mode (the inf1 layout behind a router)
 
 Nothing here imports boto3, torch or onnxruntime at module level.
 """
