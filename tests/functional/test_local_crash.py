@@ -46,7 +46,11 @@ def test_kill_9_under_traffic_restarts_and_reloads(local_endpoint: Any) -> None:
     threads = [threading.Thread(target=traffic) for _ in range(3)]
     for thread in threads:
         thread.start()
-    time.sleep(0.5)
+    # Kill once traffic flows: each call then spends 0.2 s of a ~0.2 s cycle in Triton.
+    deadline = time.monotonic() + 20
+    while len(outcomes) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)
     pid = endpoint.supervisor.pid
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
