@@ -87,6 +87,7 @@ class LocalEndpoint:
         self.frontend = FrontEnd(
             self.platform,
             lambda: self.supervisor.ready,
+            lambda: self.supervisor.crashes,
             endpoint_name=self.options.endpoint_name,
             max_payload=self.options.max_payload,
             model_wait=self.options.model_wait,

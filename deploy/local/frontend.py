@@ -56,6 +56,7 @@ _CUSTOM_ATTRIBUTES = wire.CUSTOM_ATTRIBUTES.encode()
 
 
 _JOIN_BELOW = 64 * 1024
+_SETTLE_S = 0.05  # how long a broken upstream call waits to learn whether Triton died
 
 
 def _send_message(transport: asyncio.Transport, head: bytes, body: list[bytes]) -> None:
@@ -367,6 +368,7 @@ class FrontEnd:
         self,
         platform: ModelPlatform,
         server_ready: Callable[[], bool],
+        server_generation: Callable[[], int] = lambda: 0,
         *,
         endpoint_name: str = "local",
         max_payload: int = wire.DEFAULT_MAX_PAYLOAD,
@@ -376,6 +378,7 @@ class FrontEnd:
     ) -> None:
         self.platform = platform
         self.server_ready = server_ready
+        self.server_generation = server_generation
         self.endpoint_name = endpoint_name
         self._invocations_path = f"/endpoints/{endpoint_name}/invocations".encode()
         self._request_prefix = str(uuid.uuid4())[:24]
@@ -447,12 +450,14 @@ class FrontEnd:
                 if isinstance(loaded, tuple):
                     return loaded
                 name = loaded
+            generation = self.server_generation()
             try:
                 status, content_type, body = await self.upstream.request(
                     f"/models/{name}/invoke", target, request.headers, request.body, request.size
                 )
             except UpstreamError as exc:
-                return self._upstream_failed(target, exc)
+                await asyncio.sleep(_SETTLE_S)  # see forward_now
+                return self._upstream_failed(target, exc, generation)
             if status == 404 and attempt == 1:
                 # Triton no longer has it (evicted, or restarted): load again, once.
                 self.platform.forget(target)
@@ -476,8 +481,10 @@ class FrontEnd:
         message = wire.triton_error_message(body) or wire.reason(status)
         return wire.model_error(target, status, message, self.log_stream).encode()
 
-    def _upstream_failed(self, target: str, exc: BaseException) -> Reply:
-        if self.server_ready():
+    def _upstream_failed(self, target: str, exc: BaseException, generation: int) -> Reply:
+        # `generation` counts tritonserver crashes: one since the call was sent means
+        # the server died under it (it may already be back: restarts take ~0.1 s).
+        if self.server_ready() and self.server_generation() == generation:
             return wire.model_error(target, 0, str(exc), self.log_stream).encode()
         return wire.service_unavailable(
             f"the model server stopped while serving {target} ({exc}); it is restarting"
@@ -501,6 +508,7 @@ class FrontEnd:
         connection = self.upstream.idle()
         if connection is None:
             return False
+        generation = self.server_generation()
         future = self.upstream.send(
             connection,
             f"/models/{name}/invoke",
@@ -515,7 +523,12 @@ class FrontEnd:
             timer.cancel()
             exc = future.exception()
             if exc is not None:
-                done(request, self._upstream_failed(target, exc))
+                # A dead server closes its sockets a moment before it shows as exited:
+                # decide between ServiceUnavailable and ModelError a little later.
+                asyncio.get_running_loop().call_later(
+                    _SETTLE_S,
+                    lambda: done(request, self._upstream_failed(target, exc, generation)),
+                )
                 return
             status, content_type, body = future.result()
             if status == 404:  # evicted or restarted meanwhile: the slow path reloads it

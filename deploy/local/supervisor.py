@@ -105,6 +105,7 @@ class TritonSupervisor:
         # name at extraction (adapters.py) unless the endpoint runs with it on.
         self.auto_complete = auto_complete
         self.restarts = 0
+        self.crashes = 0  # unexpected exits seen (the front end compares it per call)
         self.on_crash: list[Callable[[], None]] = []
         self.on_restart: list[Callable[[], None]] = []
         self.on_exit: list[Callable[[], None]] = []
@@ -256,6 +257,8 @@ class TritonSupervisor:
             process = self._process
             assert process is not None
             code = process.wait()
+            if not self._stopping.is_set():
+                self.crashes += 1
             self._ready.clear()
             _reap_group(process.pid)
             if self._stopping.is_set():
