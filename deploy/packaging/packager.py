@@ -142,8 +142,8 @@ def package_repository(
 
 
 def _default_threads() -> int:
-    # Compression threads; reading, hashing (BLAKE3 and sha256 release the GIL)
-    # and writing overlap with them.
+    # Threads that each read, hash and compress blocks of an archive (the
+    # caller's among them); every step releases the GIL.
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, min(4, cores or 1))
 

@@ -19,6 +19,8 @@ from typer.testing import CliRunner
 from deploy.cli import app
 from deploy.errors import PackagingError
 from deploy.packaging import package_repository, read_manifest
+from deploy.packaging.archive import BLOCK_SIZE, write_archive
+from deploy.packaging.layout import Entry
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "model_packages" / "examples"
@@ -274,16 +276,15 @@ KILLED_RUN = textwrap.dedent(
     import deploy.packaging.archive as archive
 
     marker = Path(sys.argv[3])
-    original = archive._HashingReader.read
+    original = archive._Writer._write
 
-    def slow_read(self, size=-1):
-        data = original(self, size)
-        if data:
-            marker.touch()  # some of the archive is written: wait to be killed
+    def slow_write(self, offset, pieces):
+        original(self, offset, pieces)
+        if offset > 0:
+            marker.touch()  # a block of the archive is written: wait to be killed
             time.sleep(60)
-        return data
 
-    archive._HashingReader.read = slow_read
+    archive._Writer._write = slow_write
     from deploy.packaging import package_repository
     package_repository(Path(sys.argv[1]), Path(sys.argv[2]))
     """
@@ -341,3 +342,34 @@ def test_progress_bar_stays_off_stdout(tmp_path: Path, capsys: pytest.CaptureFix
     result = package_repository(repo, tmp_path / "out", progress=True)
     assert [m.reused for m in result.models] == [False]
     assert capsys.readouterr().out == ""  # the bar never writes to stdout
+
+
+def test_archive_bytes_do_not_depend_on_the_thread_count(tmp_path: Path) -> None:
+    noise = tmp_path / "noise.bin"
+    noise.write_bytes(os.urandom(3 * BLOCK_SIZE + 1234))
+    table = tmp_path / "table.txt"
+    table.write_bytes(b"".join(b"weight %d\n" % i for i in range(400_000)))
+    entries = [
+        Entry("m", "dir", 0o755),
+        Entry("m/noise.bin", "file", 0o644, noise.stat().st_size, source=noise),
+        Entry("m/table.txt", "file", 0o644, table.stat().st_size, source=table),
+    ]
+    written = set()
+    for threads in (1, 2, 5):
+        path = tmp_path / f"t{threads}.tar.gz"
+        with path.open("wb") as out:
+            sha256, size, _ = write_archive(entries, out, threads=threads)
+        data = path.read_bytes()
+        assert (hashlib.sha256(data).hexdigest(), len(data)) == (sha256, size)
+        written.add(data)
+    assert len(written) == 1
+    with tarfile.open(tmp_path / "t2.tar.gz") as tar:
+        assert tar.extractfile("m/noise.bin").read() == noise.read_bytes()  # type: ignore[union-attr]
+
+
+def test_a_file_that_shrinks_while_it_is_read_fails_the_archive(tmp_path: Path) -> None:
+    source = tmp_path / "weights.bin"
+    source.write_bytes(os.urandom(BLOCK_SIZE))
+    entry = Entry("m/weights.bin", "file", 0o644, 2 * BLOCK_SIZE, source=source)  # stat said more
+    with (tmp_path / "a.tar.gz").open("wb") as out, pytest.raises(OSError, match="shorter"):
+        write_archive([entry], out, threads=2)
