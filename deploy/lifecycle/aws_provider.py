@@ -5,6 +5,14 @@ Provisioning deploys the CDK app's synthesized templates with CloudFormation
 (the CDK CLI cannot deploy to moto). Stacks go in dependency order; the
 model store stack comes first because archives are uploaded before the
 endpoint is touched.
+
+An ml.inf1 stage (single-model hosting) differs in three places: its one
+archive goes to `<prefix>inf1/model-<hash>.tar.gz` and its manifest to
+`<prefix>inf1/manifest.json` (next to the archive, where the SDK looks for
+it); its templates point the Model at that archive (`use_model_archive`);
+and its stacks are deployed by the pinned CDK CLI, which builds the Neuron
+image (a container asset) with Docker: `require_provisioning_tools` checks
+for both before anything changes.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from deploy.aws.session import AwsCallError, AwsSession
 from deploy.config import DeploySettings
 from deploy.errors import AwsError, DeployError
 from deploy.lifecycle.assets import publish_file_assets
+from deploy.lifecycle.cdk_cli import cdk_deploy, require_tools
 from deploy.lifecycle.plan import (
     InfraSpec,
     ModelChange,
@@ -39,11 +48,15 @@ from deploy.lifecycle.templates import (
     StageTemplates,
     Synthesizer,
     cdk_synthesizer,
+    project_root,
     stack_name,
     stage_templates,
 )
+from deploy.neuron.instances import is_inferentia
 
 MANIFEST_KEY = "manifest.json"
+# Where an inf1 stage keeps its archives and manifest, under the model-store prefix.
+SINGLE_MODEL_FOLDER = "inf1/"
 ENDPOINT_TYPE = "AWS::SageMaker::Endpoint"
 
 
@@ -74,8 +87,10 @@ class AwsProvider:
         poll_s: float = 5.0,
         sleep: Callable[[float], None] = time.sleep,
         before_part: Callable[[str, int], None] | None = None,
+        container_engine: str | None = None,
     ) -> None:
         self.settings = settings
+        self.single_model = is_inferentia(settings.instance_type)
         self.session = session or AwsSession(settings.region)
         self.stacks = Stacks(self.session, sleep=sleep)
         self.sagemaker = SageMaker(self.session)
@@ -91,6 +106,8 @@ class AwsProvider:
         self._poll_s = poll_s
         self._sleep = sleep
         self._before_part = before_part
+        self._container_engine = container_engine
+        self._model_archive: str | None = None
 
     # -- names and locations ----------------------------------------------------------
 
@@ -112,11 +129,25 @@ class AwsProvider:
                 key = (
                     f"availability-zones:account={settings.infra.account}:region={settings.region}"
                 )
-                synthesize = cdk_synthesizer({key: zones})
+                synthesize = cdk_synthesizer({key: zones}, model_archive=self._model_archive)
             self._stage = stage_templates(
-                settings, cache_dir=self._template_cache, synthesize=synthesize
+                settings,
+                cache_dir=self._template_cache,
+                synthesize=synthesize,
+                model_archive=self._model_archive,
             )
         return self._stage
+
+    def use_model_archive(self, key: str) -> None:
+        """inf1: the endpoint's Model reads `<prefix><key>` (templates are re-synthesized)."""
+        if key != self._model_archive:
+            self._model_archive = key
+            self._stage = None
+
+    @property
+    def manifest_key(self) -> str:
+        """The published manifest's key under the model-store prefix."""
+        return (SINGLE_MODEL_FOLDER if self.single_model else "") + MANIFEST_KEY
 
     def templates(self) -> dict[str, dict[str, Any]]:
         return self._synthesized().templates
@@ -157,7 +188,7 @@ class AwsProvider:
         if found is None:
             return None
         store, prefix = found
-        data = store.get_bytes(prefix + MANIFEST_KEY)
+        data = store.get_bytes(prefix + self.manifest_key)
         if data is None:
             return None
         try:
@@ -165,7 +196,7 @@ class AwsProvider:
         except ValueError as exc:
             raise AwsError(
                 f"the published manifest is not JSON: {exc}",
-                where=f"s3://{store.bucket}/{prefix}{MANIFEST_KEY}",
+                where=f"s3://{store.bucket}/{prefix}{self.manifest_key}",
                 fix="re-run `deploy up` to publish a fresh manifest",
             ) from exc
         return document
@@ -304,9 +335,102 @@ class AwsProvider:
         finally:
             reporter.upload_finished()
 
+    def upload_archive(
+        self, path: Path, key: str, sha256: str, reporter: Reporter
+    ) -> UploadOutcome:
+        """inf1: the single-model archive to `<prefix><key>` (resumable, as `upload`)."""
+        store, prefix = self.ensure_store(reporter)
+        reporter.upload_started(1, path.stat().st_size)
+        hook = self._before_part
+        try:
+            result = store.upload_file(
+                prefix + key,
+                path,
+                sha256,
+                part_size=self._part_size,
+                workers=self._workers,
+                progress=reporter.uploaded,
+                before_part=(lambda number: hook(key, number)) if hook else None,
+            )
+        except KeyboardInterrupt:
+            _say(
+                "upload interrupted: nothing incomplete is visible in the store and the "
+                "manifest was not switched; re-run `deploy up` to resume the upload"
+            )
+            raise
+        finally:
+            reporter.upload_finished()
+        return UploadOutcome(
+            key, result.bytes_sent, result.parts_sent, result.parts_reused, result.resumed
+        )
+
     # -- provision and wait -------------------------------------------------------------
 
+    def _stale_stacks(self) -> list[str]:
+        """Stacks whose deployed template differs from the stage's (or that are missing)."""
+        stale = []
+        for name, template in self.templates().items():
+            current = self.stacks.template(name)
+            state = self.stacks.describe(name) if current is not None else None
+            if (
+                current is None
+                or _normal(current) != _normal(template)
+                or state is None
+                or state.in_progress
+                or state.failed
+            ):
+                stale.append(name)
+        return stale
+
+    def require_provisioning_tools(self, infra: InfraPlan) -> None:
+        """inf1: the CDK CLI and a Docker engine, checked before anything changes."""
+        if not self.single_model or infra.action == "none":
+            return
+        stacks = [item["stack"] for item in infra.resources if item.get("action") != "unchanged"]
+        require_tools(
+            root=project_root(),
+            stage=self.settings.stage,
+            stacks=stacks or [self.stack("endpoint")],
+            image="infra/neuron/Dockerfile",
+            engine=self._container_engine,
+        )
+
+    def _provision_with_cdk_cli(self, reporter: Reporter) -> None:
+        stacks = self._stale_stacks()
+        if not stacks:
+            return
+        root = project_root()
+        cli = require_tools(
+            root=root,
+            stage=self.settings.stage,
+            stacks=stacks,
+            image="infra/neuron/Dockerfile",
+            engine=self._container_engine,
+        )
+        region = self.settings.region
+        environment = {"AWS_REGION": region, "AWS_DEFAULT_REGION": region}
+        if self._container_engine:
+            environment["CDK_DOCKER"] = self._container_engine
+        before = self.endpoint_state()
+        try:
+            cdk_deploy(cli, self._synthesized().assembly, stacks, cwd=root, environment=environment)
+        except DeployError as exc:
+            raise self._rollout_failed(", ".join(stacks), exc.message, before) from exc
+        except KeyboardInterrupt:
+            _say(
+                "interrupted: CloudFormation carries on with the running update (and rolls "
+                "it back by itself if it fails); the manifest was not switched. Follow it "
+                f"with `deploy status --stage {self.settings.stage}` and re-run `deploy up` "
+                "to resume"
+            )
+            raise
+        finally:
+            reporter.rollout_finished()
+
     def provision(self, infra: InfraPlan, desired: InfraSpec, reporter: Reporter) -> None:
+        if self.single_model:
+            self._provision_with_cdk_cli(reporter)
+            return
         before = self.endpoint_state()
         try:
             for name, template in self.templates().items():
@@ -464,7 +588,7 @@ class AwsProvider:
                 fix="re-run `deploy up`",
             )
         store, prefix = found
-        store.put_bytes(prefix + MANIFEST_KEY, document, content_type="application/json")
+        store.put_bytes(prefix + self.manifest_key, document, content_type="application/json")
 
     # -- status, down, prune --------------------------------------------------------------
 
@@ -487,10 +611,20 @@ class AwsProvider:
         if location is not None:
             result["model_store"] = f"s3://{location.bucket}/{location.prefix}"
         manifest = self.published_manifest()
-        result["models"] = {
-            name: entry.target_model
-            for name, entry in manifest_entries(manifest, where="published manifest").items()
-        }
+        if self.single_model:
+            result["hosting"] = "single-model"
+            result["models"] = {
+                str(name): str(model.get("target_model", name))
+                for name, model in ((manifest or {}).get("models") or {}).items()
+            }
+            archive = (manifest or {}).get("archive") or {}
+            if archive.get("key"):
+                result["archive"] = SINGLE_MODEL_FOLDER + str(archive["key"])
+        else:
+            result["models"] = {
+                name: entry.target_model
+                for name, entry in manifest_entries(manifest, where="published manifest").items()
+            }
         state = self.endpoint_state()
         if state is not None:
             variant = state.variants[0] if state.variants else None
@@ -550,12 +684,17 @@ class AwsProvider:
             return {"deleted": [], "kept_referenced": [], "bytes_freed": 0}
         store, prefix = found
         manifest = self.published_manifest()
-        referenced = {
-            entry.target_model
-            for entry in manifest_entries(manifest, where="published manifest").values()
-        }
+        if self.single_model:
+            archive = (manifest or {}).get("archive") or {}
+            key = archive.get("key")
+            referenced = {SINGLE_MODEL_FOLDER + str(key)} if key else set()
+        else:
+            referenced = {
+                entry.target_model
+                for entry in manifest_entries(manifest, where="published manifest").values()
+            }
         objects = sorted(
-            (item for item in store.objects(prefix) if item.key != prefix + MANIFEST_KEY),
+            (item for item in store.objects(prefix) if item.key != prefix + self.manifest_key),
             key=lambda item: (item.last_modified is None, item.last_modified, item.key),
         )
         names = [item.key[len(prefix) :] for item in objects]

@@ -78,6 +78,31 @@ class InfraChange:
 
 
 @dataclass(frozen=True)
+class ArchiveChange:
+    """The one archive of a single-model (inf1) endpoint.
+
+    `key` is relative to the model-store prefix and derived from the archive's
+    content (`inf1/model-<first 16 hex of sha256>.tar.gz`), so new bytes give
+    a new key, hence a new SageMaker Model.
+    """
+
+    key: str
+    previous_key: str | None  # what the published manifest names (None: nothing)
+    sha256: str
+    bytes: int
+    upload: bool  # the store lacks these bytes under key
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "previous_key": self.previous_key,
+            "sha256": self.sha256,
+            "bytes": self.bytes,
+            "upload": self.upload,
+        }
+
+
+@dataclass(frozen=True)
 class Plan:
     stage: str
     provider: str
@@ -87,6 +112,8 @@ class Plan:
     infra: tuple[InfraChange, ...]
     resources: tuple[dict[str, str], ...]  # provider-specific resource changes
     cost: CostEstimate | None
+    hosting: str = "multi-model"
+    archive: ArchiveChange | None = None  # single-model hosting only
 
     @property
     def changed_models(self) -> tuple[ModelChange, ...]:
@@ -98,14 +125,21 @@ class Plan:
 
     @property
     def manifest_changes(self) -> bool:
-        return any(m.action != "unchanged" for m in self.models)
+        archive_moved = self.archive is not None and self.archive.key != self.archive.previous_key
+        return archive_moved or any(m.action != "unchanged" for m in self.models)
 
     @property
     def empty(self) -> bool:
-        return not self.manifest_changes and not self.uploads and self.infra_action == "none"
+        archive_upload = self.archive is not None and self.archive.upload
+        return (
+            not self.manifest_changes
+            and not self.uploads
+            and not archive_upload
+            and self.infra_action == "none"
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        document: dict[str, Any] = {
             "stage": self.stage,
             "provider": self.provider,
             "endpoint": self.endpoint,
@@ -116,6 +150,11 @@ class Plan:
             "resources": list(self.resources),
             "cost": self.cost.to_dict() if self.cost else None,
         }
+        if self.archive is not None:
+            document["hosting"] = self.hosting
+            document["archive"] = self.archive.to_dict()
+            document["upload_bytes"] = self.archive.bytes if self.archive.upload else 0
+        return document
 
 
 def manifest_entries(manifest: dict[str, Any] | None, *, where: str) -> dict[str, ArchiveEntry]:

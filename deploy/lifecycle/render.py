@@ -47,8 +47,11 @@ def render_plan(plan: Plan, out: Console) -> None:
             size(change.bytes),
         )
     out.print(models)
-    upload = sum(change.bytes for change in plan.uploads)
-    out.print(f"to upload: {len(plan.uploads)} archive(s), {size(upload)}")
+    if plan.archive is not None:
+        _render_single_model(plan, out)
+    else:
+        upload = sum(change.bytes for change in plan.uploads)
+        out.print(f"to upload: {len(plan.uploads)} archive(s), {size(upload)}")
     infra = Table("setting", "now", "after", title=f"infrastructure: {plan.infra_action}")
     for item in plan.infra:
         infra.add_row(item.setting, item.before or "-", f"[yellow]{item.after}[/]")
@@ -61,6 +64,29 @@ def render_plan(plan: Plan, out: Console) -> None:
         out.print("infrastructure: no change")
     if plan.cost is not None:
         out.print(f"estimated cost: {plan.cost.describe()}")
+
+
+def _render_single_model(plan: Plan, out: Console) -> None:
+    """inf1: the one archive (every model + router) and the single-model endpoint."""
+    archive = plan.archive
+    if archive is None:
+        return
+    state = "unchanged" if archive.key == archive.previous_key else "new"
+    upload = f"to upload: 1 archive, {size(archive.bytes)}" if archive.upload else "stored"
+    out.print(
+        f"archive ({len(plan.models)} model(s) + router): {archive.key} ({state}), "
+        f"{size(archive.bytes)}; {upload}"
+        + (f"\n  was {archive.previous_key}" if state == "new" and archive.previous_key else "")
+    )
+    spec = {item.setting: item.after for item in plan.infra}
+    instance = spec.get("instance_type") or (plan.cost.instance_type if plan.cost else "")
+    counts = ""
+    if plan.cost is not None:
+        counts = f", {plan.cost.min_instances}-{plan.cost.max_instances} instance(s)"
+    out.print(
+        f"hosting: single-model endpoint on {instance}{counts} "
+        "(router + every model; SageMaker has no multi-model endpoints on inf1)"
+    )
 
 
 def render_status(document: dict[str, Any], out: Console) -> None:

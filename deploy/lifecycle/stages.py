@@ -28,6 +28,7 @@ from deploy.lifecycle.provider import (
     UploadOutcome,
 )
 from deploy.lifecycle.smoke import SmokeResult, raise_for_failures, smoke_test
+from deploy.neuron.instances import is_inferentia, neuron_cores
 
 MANIFEST = "manifest.json"
 # Families SageMaker multi-model endpoints do not run on (aws-neuron/aws-neuron-sdk#154).
@@ -44,7 +45,11 @@ def desired_infra(settings: DeploySettings) -> InfraSpec:
 
 
 def validate(settings: DeploySettings, repository: Path, *, models: bool = True) -> None:
-    """Checks that need no AWS call: the instance type and (with `models`) the repository."""
+    """Checks that need no AWS call: the instance type and (with `models`) the repository.
+
+    For ml.inf1 the repository rules include NeuronCore planning for the size
+    (ranges inside the instance's cores, no two models sharing one).
+    """
     parts = settings.instance_type.split(".")
     if len(parts) != 3 or parts[0] != "ml":
         raise ConfigError(
@@ -52,12 +57,15 @@ def validate(settings: DeploySettings, repository: Path, *, models: bool = True)
             where="instance_type (--instance)",
             fix="pass a SageMaker instance type such as ml.g5.xlarge",
         )
-    if parts[1] in _NO_MME_FAMILIES:
+    if is_inferentia(settings.instance_type):
+        # A single-model endpoint (deploy.lifecycle.single_model); an unknown size fails here.
+        neuron_cores(settings.instance_type)
+    elif parts[1] in _NO_MME_FAMILIES:
         raise ConfigError(
             f"{settings.instance_type} cannot host a multi-model endpoint",
             where="instance_type (--instance)",
-            fix="use a GPU (ml.g5.xlarge) or CPU (ml.m5.xlarge) instance; "
-            "Inferentia needs a single-model endpoint (`deploy neuron`)",
+            fix="use a GPU (ml.g5.xlarge) or CPU (ml.m5.xlarge) instance, "
+            "or ml.inf1 (a single-model endpoint)",
         )
     if not models:
         return

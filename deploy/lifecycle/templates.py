@@ -10,6 +10,11 @@ new config, switches the endpoint (SageMaker's blue/green deployment with
 auto-rollback, from the template's DeploymentConfig), and deletes the old
 config only in the cleanup phase, after the endpoint update succeeded. (It
 also spares emulators that cannot replace a config in place.)
+
+An ml.inf1 stage is deployed by the CDK CLI from the synthesized cloud
+assembly (its Neuron image is a container asset), so its templates stay as
+synthesized; `model_archive` points its SageMaker Model (and the execution
+role's read permission) at the uploaded, content-named archive.
 """
 
 from __future__ import annotations
@@ -48,18 +53,25 @@ def project_root(start: Path | None = None) -> Path:
     )
 
 
-def cdk_synthesizer(context: dict[str, Any]) -> Synthesizer:
+def cdk_synthesizer(context: dict[str, Any], *, model_archive: str | None = None) -> Synthesizer:
     """Synthesize with the CDK app in process, `context` added to cdk.json's (what the
-    CDK CLI's context providers would have looked up, e.g. availability zones)."""
+    CDK CLI's context providers would have looked up, e.g. availability zones).
+
+    `model_archive` (inf1 stages): the archive's key under the model-store prefix.
+    """
 
     def synthesize(settings: DeploySettings, outdir: Path) -> dict[str, Path]:
-        return _cdk_synthesize(settings, outdir, context)
+        return _cdk_synthesize(settings, outdir, context, model_archive=model_archive)
 
     return synthesize
 
 
 def _cdk_synthesize(
-    settings: DeploySettings, outdir: Path, context: dict[str, Any] | None = None
+    settings: DeploySettings,
+    outdir: Path,
+    context: dict[str, Any] | None = None,
+    *,
+    model_archive: str | None = None,
 ) -> dict[str, Path]:
     import sys
 
@@ -85,11 +97,58 @@ def _cdk_synthesize(
     app = cdk.App(outdir=str(outdir), context={**pinned.get("context", {}), **(context or {})})
     # cdk-nag runs in `make test`; provisioning needs the templates only.
     staged = build_app(settings, app=app, nag=False)
+    if model_archive is not None:
+        _point_model_archive(staged, model_archive)
     assembly = staged.app.synth()
     return {
         stack.stack_name: Path(assembly.get_stack_by_name(stack.stack_name).template_full_path)
         for stack in staged.stacks.values()
     }
+
+
+def _point_model_archive(staged: Any, archive: str) -> None:
+    """Make the inf1 endpoint stack serve `<prefix><archive>` (before synth).
+
+    The CDK app's inf1 stack reads `<prefix>inf1/model.tar.gz`; `deploy up`
+    uploads under a content-derived name instead, so that new bytes give a new
+    SageMaker Model. The Model's ModelDataUrl, the execution role's read grant
+    and the ModelDataUrl output are pointed at that key.
+    """
+    endpoint_stack = staged.stacks["endpoint"]
+    store = staged.stacks["model-store"].store
+    inf1 = getattr(endpoint_stack, "endpoint", None)
+    if inf1 is None or not hasattr(inf1, "image"):
+        raise ConfigError(
+            "the endpoint stack is not the inf1 single-model stack",
+            where=endpoint_stack.stack_name,
+            fix="model_archive applies to ml.inf1 stages only",
+        )
+    key = f"{store.prefix}{archive}"
+    url = f"s3://{store.bucket.bucket_name}/{key}"
+    inf1.model.add_property_override("PrimaryContainer.ModelDataUrl", url)
+    role = inf1.role.node.default_child
+    policies = endpoint_stack.resolve(role.policies) or []
+    for index, policy in enumerate(policies):
+        statements = policy.get("policyDocument", {}).get("Statement", [])
+        for number, statement in enumerate(statements):
+            if statement.get("Sid") == "ReadModelArchive":
+                role.add_property_override(
+                    f"Policies.{index}.PolicyDocument.Statement.{number}.Resource",
+                    store.bucket.arn_for_objects(key),
+                )
+                break
+        else:
+            continue
+        break
+    else:
+        raise ConfigError(
+            "the inf1 execution role has no ReadModelArchive statement",
+            where=endpoint_stack.stack_name,
+            fix="keep the statement's Sid in infra/constructs/inf1_endpoint.py",
+        )
+    output = endpoint_stack.node.try_find_child("ModelDataUrl")
+    if output is not None:
+        output.value = url
 
 
 def _root_or_cwd() -> Path:
@@ -122,13 +181,21 @@ def stage_templates(
     cache_dir: Path,
     synthesize: Synthesizer | None = None,
     root_dir: Path | None = None,
+    model_archive: str | None = None,
 ) -> StageTemplates:
-    """The stage's templates (rollout-safe), synthesized once per settings and infra code."""
+    """The stage's templates (rollout-safe), synthesized once per settings and infra code.
+
+    `model_archive` must be the one the synthesizer was built with (inf1 stages).
+    """
+    from deploy.neuron.instances import is_inferentia
+
     root = root_dir or _root_or_cwd()
     # Only what the CDK app reads: paths of models and packages do not matter here.
     relevant = settings.model_dump_json(
         include={"stage", "region", "endpoint_name", "instance_type", "infra"}
     )
+    if model_archive is not None:
+        relevant += f"|model_archive={model_archive}"
     key = hashlib.sha256((relevant + _infra_fingerprint(root)).encode()).hexdigest()[:20]
     folder = cache_dir / key
     index = folder / "stacks.json"
@@ -138,11 +205,17 @@ def stage_templates(
         produced = (synthesize or _cdk_synthesize)(settings, folder / "cdk.out")
         order = {name: str(path) for name, path in produced.items()}
         index.write_text(json.dumps(order), encoding="utf-8")
+    # The CDK CLI deploys an inf1 stage from the assembly: its templates as written.
+    pin = pin_endpoint_configs if not is_inferentia(settings.instance_type) else _as_is
     templates = {
-        name: pin_endpoint_configs(json.loads(Path(path).read_text(encoding="utf-8")))
+        name: pin(json.loads(Path(path).read_text(encoding="utf-8")))
         for name, path in order.items()
     }
     return StageTemplates(templates, folder / "cdk.out")
+
+
+def _as_is(template: dict[str, Any]) -> dict[str, Any]:
+    return template
 
 
 def pin_endpoint_configs(template: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,8 @@
-"""`deploy up`: the stages chained, for any provider."""
+"""`deploy up`: the stages chained, for any provider.
+
+ml.inf1 stages take the single-model chain (`deploy.lifecycle.single_model`):
+the same stages, with one archive for every model and the router.
+"""
 
 from __future__ import annotations
 
@@ -57,6 +61,18 @@ def up(
     on_plan: Callable[[Plan], None] | None = None,
 ) -> UpResult:
     """Run the stages; `on_plan` sees the plan before anything changes."""
+    from deploy.neuron.instances import is_inferentia
+
+    if is_inferentia(settings.instance_type):
+        return _up_single_model(
+            settings,
+            provider,
+            repository=repository,
+            package_dir=package_dir,
+            options=options,
+            reporter=reporter,
+            on_plan=on_plan,
+        )
     started = time.monotonic()
     # A package deployed as it is was validated when it was written.
     stages.validate(settings, repository, models=not options.skip_package)
@@ -80,5 +96,50 @@ def up(
             the_plan, manifest, manifest_path, provider, timeout_s=options.smoke_timeout_s
         )
     result.published = stages.publish(the_plan, provider, manifest_path)
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _up_single_model(
+    settings: DeploySettings,
+    provider: Provider,
+    *,
+    repository: Path,
+    package_dir: Path,
+    options: UpOptions,
+    reporter: Reporter,
+    on_plan: Callable[[Plan], None] | None,
+) -> UpResult:
+    """The inf1 chain: validate, package, plan, [tools], upload, provision, wait, smoke, publish."""
+    from deploy.lifecycle import single_model
+
+    started = time.monotonic()
+    stages.validate(settings, repository, models=not options.skip_package)
+    target = single_model.require_provider(provider)
+    # Its own folder (as in the model store), apart from the multi-model archives.
+    folder = package_dir / single_model.PACKAGE_FOLDER
+    if options.skip_package:
+        the_package = single_model.read_package(folder)
+    else:
+        the_package = single_model.package(repository, folder)
+    desired = stages.desired_infra(settings)
+    the_plan, infra = single_model.plan(settings, target, the_package, desired)
+    result = UpResult(plan=the_plan, dry_run=options.dry_run)
+    if on_plan is not None:
+        on_plan(the_plan)
+    if options.dry_run:
+        result.seconds = time.monotonic() - started
+        return result
+    # Docker (for the Neuron image) and the CDK CLI, before anything is uploaded.
+    target.require_provisioning_tools(infra)
+    result.uploads = single_model.upload(the_plan, target, the_package, reporter)
+    if infra.action != "none":
+        target.provision(infra, desired, reporter)
+    result.endpoint = target.wait(timeout_s=options.timeout_s, reporter=reporter)
+    if not options.skip_smoke:
+        result.smoke = single_model.smoke(
+            the_plan, the_package, target, timeout_s=options.smoke_timeout_s
+        )
+    result.published = single_model.publish(the_plan, target, the_package)
     result.seconds = time.monotonic() - started
     return result

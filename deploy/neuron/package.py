@@ -3,13 +3,14 @@
 A single-model endpoint loads one `model.tar.gz` into /opt/ml/model. It holds
 every model folder of the repository plus the generated router at its root;
 `manifest.json` next to it says `"hosting": "single-model"` for the SDK and
-records the archive's digest. The archive is written with the packaging
-component's deterministic tar.gz writer (ISA-L), so the same repository gives
-the same bytes.
+records the archive's digest and, per model, a digest of its folder. The
+archive is written with the packaging component's deterministic tar.gz
+writer (ISA-L), so the same repository gives the same bytes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path, PurePosixPath
@@ -48,6 +49,26 @@ def _entries(staged: Path) -> list[Any]:
     return sorted(entries, key=lambda entry: entry.arcname)
 
 
+def model_digests(entries: list[Any], models: list[str]) -> dict[str, tuple[str, int]]:
+    """Per model folder: (SHA-256 over its members' paths, modes and contents, bytes).
+
+    The archive's own digest changes with any model (and with the router); these
+    say which models changed, for `deploy up`'s plan.
+    """
+    digests = {name: hashlib.sha256() for name in models}
+    sizes = dict.fromkeys(models, 0)
+    for entry in entries:
+        top = entry.arcname.split("/", 1)[0]
+        if top not in digests:
+            continue
+        content = ""
+        if entry.kind == "file" and entry.source is not None:
+            content = hashlib.sha256(Path(entry.source).read_bytes()).hexdigest()
+            sizes[top] += entry.size
+        digests[top].update(f"{entry.arcname}\0{entry.kind}\0{entry.mode:o}\0{content}\n".encode())
+    return {name: (digest.hexdigest(), sizes[name]) for name, digest in digests.items()}
+
+
 def package_single_model(
     repository: Path,
     out: Path,
@@ -70,7 +91,11 @@ def package_single_model(
                 sha256, size, _ = write_archive(entries, archive.handle)
         except OSError as exc:
             raise NeuronError(f"cannot write the archive: {exc}", where=str(out)) from exc
+        digests = model_digests(entries, [model.name for model in models])
     manifest = single_model_manifest(models, router=router)
+    for name, (digest, model_bytes) in digests.items():
+        manifest["models"][name]["source_digest"] = digest
+        manifest["models"][name]["bytes"] = model_bytes
     manifest["archive"] = {"key": ARCHIVE_NAME, "sha256": sha256, "bytes": size}
     atomic_write_bytes(out / MANIFEST_NAME, (json.dumps(manifest, indent=2) + "\n").encode())
     return manifest
