@@ -38,7 +38,9 @@ def up(
     skip_smoke: bool = typer.Option(False, "--skip-smoke", help="Do not smoke-test models."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     stage: str | None = typer.Option(None, "--stage", help="Stage (deploy.toml section)."),
-    instance: str | None = typer.Option(None, "--instance", help="SageMaker instance type."),
+    instance: str | None = typer.Option(
+        None, "--instance", help="SageMaker instance type (ml.inf1.*: a single-model endpoint)."
+    ),
     region: str | None = typer.Option(None, "--region", help="AWS region."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and stop."),
     timeout: float = typer.Option(3600.0, "--timeout", help="Rollout timeout (seconds)."),

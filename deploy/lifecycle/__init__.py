@@ -8,6 +8,8 @@
     stages.py      the stages themselves; no AWS calls except through a Provider
     smoke.py       smoke-testing changed models through the SDK with generated inputs
     up.py          chains the stages for `deploy up` (and `--dry-run`)
+    single_model.py  the ml.inf1 stages: one archive (every model + router), single-model endpoint
+    cdk_cli.py     the pinned CDK CLI (and the Docker check) for stacks with container images
     aws_provider.py  the AWS provider: S3 model store, CloudFormation stacks, SageMaker
     progress.py    live views (upload bytes, rollout status) on a TTY, silent otherwise
 

@@ -310,3 +310,48 @@ def test_up_uploads_the_archive_smokes_every_model_through_the_router_then_publi
     assert s3.head_object(Bucket=location.bucket, Key=location.prefix + broken.key)
     still = json.loads(s3.get_object(Bucket=location.bucket, Key=manifest_key)["Body"].read())
     assert still["archive"]["key"] == key.removeprefix("inf1/")
+
+    # WHEN status and prune (keeping no superseded archive) run for the stage
+    status = provider("http://unused").status()
+    assert status["hosting"] == "single-model" and status["archive"] == key
+    assert sorted(status["models"]) == MODELS
+    pruned = provider("http://unused").prune(keep=0)
+    # THEN only the archive the published manifest names is left
+    assert pruned["deleted"] == [broken.key] and pruned["kept_referenced"] == [key]
+    left = s3.list_objects_v2(Bucket=location.bucket, Prefix=location.prefix)["Contents"]
+    assert sorted(o["Key"] for o in left) == sorted([location.prefix + key, manifest_key])
+
+    # WHEN down runs, THEN the endpoint stack goes and the model store stays
+    gone = provider("http://unused").down(purge=False)
+    assert gone["removed_stacks"] == ["deploy-triton-inf1up-endpoint"]
+    assert gone["model_store_kept"] == f"s3://{location.bucket}/{location.prefix}"
+
+
+def test_the_cdk_cli_reads_the_assembly_up_would_deploy(aws: str, tmp_path: Path) -> None:
+    """The pinned CDK CLI lists the synthesized assembly's stacks, and the endpoint
+    template it would deploy is the planned one, pointing at the content-named archive."""
+    import subprocess
+
+    from deploy.lifecycle.cdk_cli import cdk_executable
+    from deploy.lifecycle.templates import project_root
+
+    settings = load_settings(stage="inf1cli", instance_type=INSTANCE)
+    provider = AwsProvider(settings, template_cache=tmp_path / "templates")
+    key = single_model.archive_key("0123456789abcdef" * 4)
+    provider.use_model_archive(key)
+    templates = provider.templates()
+    assembly = provider._synthesized().assembly
+    listed = subprocess.run(
+        [str(cdk_executable(project_root())), "ls", "--app", str(assembly)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.split() == list(templates)
+    name = provider.stack("endpoint")
+    on_disk = json.loads((assembly / f"{name}.template.json").read_text())
+    assert on_disk == templates[name]
+    text = json.dumps(on_disk)
+    assert f"/models/{key}" in text and "/models/inf1/model.tar.gz" not in text
