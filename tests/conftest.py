@@ -9,6 +9,7 @@ The machine is small: every test that needs an endpoint shares this one.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,10 @@ from typing import Any
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "model_packages" / "examples"
+
+# Tests read no deploy.toml unless they pass one: the repository's own stages
+# (deploy.toml at the root) must not leak into what a test expects.
+os.environ["DEPLOY_CONFIG"] = str(Path(__file__).resolve().parent / "no-such-deploy.toml")
 
 
 @dataclass
