@@ -8,7 +8,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from infra.constructs.mme_endpoint import MultiModelEndpoint
+from infra.constructs.sagemaker_endpoint import VariantEndpoint
 
 SAGEMAKER_AUTOSCALING_ROLE = (
     "aws-service-role/sagemaker.application-autoscaling.amazonaws.com/"
@@ -29,7 +29,7 @@ class VariantAutoscaling(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        endpoint: MultiModelEndpoint,
+        endpoint: VariantEndpoint,
         min_capacity: int,
         max_capacity: int,
         invocations_per_instance: float,

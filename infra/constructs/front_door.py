@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import jsii
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
@@ -17,6 +17,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from infra.constructs.sagemaker_endpoint import endpoint_arn
 from infra.nag import suppress
 
 HANDLERS_DIR = Path(__file__).resolve().parents[2] / "handlers"
@@ -70,10 +71,7 @@ class FrontDoor(Construct):
         key: kms.IKey,
     ) -> None:
         super().__init__(scope, construct_id)
-        stack = Stack.of(self)
-        endpoint_arn = stack.format_arn(
-            service="sagemaker", resource="endpoint", resource_name=endpoint_name.lower()
-        )
+        this_endpoint = endpoint_arn(self, endpoint_name=endpoint_name)
         function_logs = logs.LogGroup(
             self,
             "FunctionLogs",
@@ -91,7 +89,7 @@ class FrontDoor(Construct):
                         iam.PolicyStatement(
                             sid="InvokeThisEndpoint",
                             actions=["sagemaker:InvokeEndpoint", "sagemaker:DescribeEndpoint"],
-                            resources=[endpoint_arn],
+                            resources=[this_endpoint],
                         ),
                         iam.PolicyStatement(
                             sid="ReadManifest",

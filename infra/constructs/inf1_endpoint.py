@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from aws_cdk import Aws, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_iam as iam
@@ -20,7 +19,16 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from infra.constructs.mme_endpoint import VARIANT_NAME, TrafficShifting
+from infra.constructs.sagemaker_endpoint import (
+    VARIANT_NAME,
+    TrafficShifting,
+    blue_green_endpoint,
+    endpoint_arn,
+    endpoint_config,
+    runtime_statements,
+    suppress_endpoint_logs,
+    vpc_config,
+)
 from infra.nag import suppress
 
 NEURON_IMAGE_DIR = Path(__file__).resolve().parents[1] / "neuron"
@@ -81,15 +89,7 @@ class Inf1SingleModelEndpoint(Construct):
             },
         )
         suppress(self.role, "IAM5", "execution-role-star", applies_to=["Resource::*"])
-        suppress(
-            self.role,
-            "IAM5",
-            "execution-role-logs",
-            applies_to=[
-                "Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:"
-                f"log-group:/aws/sagemaker/Endpoints/{endpoint_name}*"
-            ],
-        )
+        suppress_endpoint_logs(self.role, endpoint_name=endpoint_name)
 
         self.model = sagemaker.CfnModel(
             self,
@@ -101,66 +101,33 @@ class Inf1SingleModelEndpoint(Construct):
                 model_data_url=f"s3://{bucket.bucket_name}/{model_data_key}",
                 environment={"SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": ROUTER_MODEL},
             ),
-            vpc_config=sagemaker.CfnModel.VpcConfigProperty(
-                security_group_ids=[security_group.security_group_id],
-                subnets=[subnet.subnet_id for subnet in subnets],
-            ),
+            vpc_config=vpc_config(subnets=subnets, security_group=security_group),
             enable_network_isolation=True,
         )
         # The role must be able to pull the image before SageMaker validates the model.
         self.model.node.add_dependency(self.role)
 
-        self.endpoint_config = sagemaker.CfnEndpointConfig(
+        self.endpoint_config = endpoint_config(
             self,
             "Config",
-            production_variants=[
-                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
-                    variant_name=VARIANT_NAME,
-                    model_name=self.model.attr_model_name,
-                    instance_type=instance_type,
-                    initial_instance_count=initial_instance_count,
-                    initial_variant_weight=1.0,
-                )
-            ],
+            model=self.model,
+            instance_type=instance_type,
+            initial_instance_count=initial_instance_count,
             # inf1 volumes are EBS: encrypt them with the model store's key.
             kms_key_id=key.key_arn,
         )
-
-        rollback = (
-            sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
-                alarms=[
-                    sagemaker.CfnEndpoint.AlarmProperty(alarm_name=n) for n in rollback_alarm_names
-                ]
-            )
-            if rollback_alarm_names
-            else None
-        )
-        self.endpoint = sagemaker.CfnEndpoint(
+        self.endpoint = blue_green_endpoint(
             self,
             "Endpoint",
             endpoint_name=endpoint_name,
-            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
-            deployment_config=sagemaker.CfnEndpoint.DeploymentConfigProperty(
-                blue_green_update_policy=sagemaker.CfnEndpoint.BlueGreenUpdatePolicyProperty(
-                    traffic_routing_configuration=sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
-                        type="LINEAR",
-                        linear_step_size=sagemaker.CfnEndpoint.CapacitySizeProperty(
-                            type="CAPACITY_PERCENT", value=shifting.step_percent
-                        ),
-                        wait_interval_in_seconds=shifting.wait_s,
-                    ),
-                    termination_wait_in_seconds=shifting.termination_wait_s,
-                    maximum_execution_timeout_in_seconds=shifting.timeout_s,
-                ),
-                auto_rollback_configuration=rollback,
-            ),
+            config=self.endpoint_config,
+            rollback_alarm_names=rollback_alarm_names,
+            traffic_shifting=shifting,
         )
 
     @property
     def endpoint_arn(self) -> str:
-        return Stack.of(self).format_arn(
-            service="sagemaker", resource="endpoint", resource_name=self.endpoint_name.lower()
-        )
+        return endpoint_arn(self, endpoint_name=self.endpoint_name)
 
 
 def _execution_policy(
@@ -190,46 +157,6 @@ def _execution_policy(
                 ],
                 resources=[image.repository.repository_arn],
             ),
-            iam.PolicyStatement(
-                sid="EcrToken", actions=["ecr:GetAuthorizationToken"], resources=["*"]
-            ),
-            iam.PolicyStatement(
-                sid="EndpointLogs",
-                actions=[
-                    "logs:CreateLogGroup",
-                    "logs:CreateLogStream",
-                    "logs:DescribeLogStreams",
-                    "logs:PutLogEvents",
-                ],
-                resources=[
-                    f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:"
-                    f"log-group:/aws/sagemaker/Endpoints/{endpoint_name}*"
-                ],
-            ),
-            iam.PolicyStatement(
-                sid="EndpointMetrics",
-                actions=["cloudwatch:PutMetricData"],
-                resources=["*"],
-                conditions={
-                    "StringEquals": {
-                        "cloudwatch:namespace": ["AWS/SageMaker", "/aws/sagemaker/Endpoints"]
-                    }
-                },
-            ),
-            iam.PolicyStatement(
-                sid="EndpointNetworkInterfaces",
-                actions=[
-                    "ec2:CreateNetworkInterface",
-                    "ec2:CreateNetworkInterfacePermission",
-                    "ec2:DeleteNetworkInterface",
-                    "ec2:DeleteNetworkInterfacePermission",
-                    "ec2:DescribeDhcpOptions",
-                    "ec2:DescribeNetworkInterfaces",
-                    "ec2:DescribeSecurityGroups",
-                    "ec2:DescribeSubnets",
-                    "ec2:DescribeVpcs",
-                ],
-                resources=["*"],
-            ),
+            *runtime_statements(endpoint_name=endpoint_name),
         ]
     )

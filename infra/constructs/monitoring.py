@@ -1,4 +1,4 @@
-"""Alarms and a dashboard for a SageMaker multi-model endpoint.
+"""Alarms, their SNS topic and a dashboard for a SageMaker endpoint.
 
 Latency metrics (`ModelLatency`, `ModelLoadingWaitTime`, ...) are reported in
 microseconds; thresholds are configured in milliseconds.
@@ -7,12 +7,19 @@ microseconds; thresholds are configured in milliseconds.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from aws_cdk import Duration
+from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
+
+if TYPE_CHECKING:
+    from deploy.config import InfraSettings
 
 VARIANT_METRICS = "AWS/SageMaker"
 INSTANCE_METRICS = "/aws/sagemaker/Endpoints"
@@ -27,6 +34,67 @@ class AlarmThresholds:
     memory_percent: float
     gpu_memory_percent: float
     disk_percent: float
+
+    @classmethod
+    def from_settings(cls, infra: InfraSettings) -> AlarmThresholds:
+        return cls(
+            errors_5xx=infra.alarm_5xx_errors,
+            latency_p99_ms=infra.alarm_model_latency_p99_ms,
+            loading_wait_ms=infra.alarm_model_loading_wait_ms,
+            memory_percent=infra.alarm_memory_percent,
+            gpu_memory_percent=infra.alarm_gpu_memory_percent,
+            disk_percent=infra.alarm_disk_percent,
+        )
+
+
+def alarm_topic(
+    scope: Construct,
+    construct_id: str,
+    *,
+    endpoint_name: str,
+    key: kms.IKey,
+    existing_topic_arn: str | None = None,
+    email: str | None = None,
+) -> sns.ITopic:
+    """The SNS topic the endpoint's alarms publish to, with `email` subscribed if given.
+
+    `existing_topic_arn` names a topic managed elsewhere; otherwise a topic encrypted
+    with `key` is created, TLS-only. Built in `scope` itself (a function, not a
+    construct) so the topic keeps the construct id, and logical id, `construct_id`.
+    """
+    if existing_topic_arn is not None:
+        topic: sns.ITopic = sns.Topic.from_topic_arn(scope, construct_id, existing_topic_arn)
+    else:
+        topic = sns.Topic(
+            scope,
+            construct_id,
+            display_name=f"{endpoint_name} alarms",
+            master_key=key,
+            enforce_ssl=True,
+        )
+        # The TLS-only topic policy replaces SNS's default one, so CloudWatch needs
+        # its own grant: this endpoint's alarms only.
+        topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="EndpointAlarmsPublish",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[topic.topic_arn],
+                conditions={
+                    "ArnLike": {
+                        "aws:SourceArn": Stack.of(scope).format_arn(
+                            service="cloudwatch",
+                            resource="alarm",
+                            resource_name=f"{endpoint_name}-*",
+                            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                        )
+                    }
+                },
+            )
+        )
+    if email is not None:
+        topic.add_subscription(subscriptions.EmailSubscription(email))
+    return topic
 
 
 def _metric(

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import ArnFormat, CfnOutput, Duration, Stack
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_sns as sns
-from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import CfnOutput, Duration, Stack
 from constructs import Construct
 
 from deploy.config import DeploySettings
 from infra.constructs.autoscaling import VariantAutoscaling
-from infra.constructs.mme_endpoint import VARIANT_NAME, MultiModelEndpoint
+from infra.constructs.mme_endpoint import MultiModelEndpoint
 from infra.constructs.model_store import ModelStore
-from infra.constructs.monitoring import AlarmThresholds, EndpointAlarms, EndpointDashboard
+from infra.constructs.monitoring import (
+    AlarmThresholds,
+    EndpointAlarms,
+    EndpointDashboard,
+    alarm_topic,
+)
 from infra.constructs.network import PrivateNetwork
+from infra.constructs.sagemaker_endpoint import VARIANT_NAME
 from infra.instances import has_instance_storage, instance_spec, triton_image_uri
 
 
@@ -37,54 +40,20 @@ class EndpointStack(Stack):
             region=settings.region, version=infra.triton_version, instance_type=spec.instance_type
         )
 
-        if infra.notification_topic_arn is not None:
-            topic: sns.ITopic = sns.Topic.from_topic_arn(
-                self, "AlarmTopic", infra.notification_topic_arn
-            )
-        else:
-            topic = sns.Topic(
-                self,
-                "AlarmTopic",
-                display_name=f"{settings.endpoint_name} alarms",
-                master_key=store.key,
-                enforce_ssl=True,
-            )
-            # The TLS-only topic policy replaces SNS's default one, so CloudWatch needs
-            # its own grant: this endpoint's alarms only.
-            topic.add_to_resource_policy(
-                iam.PolicyStatement(
-                    sid="EndpointAlarmsPublish",
-                    principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                    actions=["sns:Publish"],
-                    resources=[topic.topic_arn],
-                    conditions={
-                        "ArnLike": {
-                            "aws:SourceArn": self.format_arn(
-                                service="cloudwatch",
-                                resource="alarm",
-                                resource_name=f"{settings.endpoint_name}-*",
-                                arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                            )
-                        }
-                    },
-                )
-            )
-        if infra.notification_email is not None:
-            topic.add_subscription(subscriptions.EmailSubscription(infra.notification_email))
-
+        topic = alarm_topic(
+            self,
+            "AlarmTopic",
+            endpoint_name=settings.endpoint_name,
+            key=store.key,
+            existing_topic_arn=infra.notification_topic_arn,
+            email=infra.notification_email,
+        )
         alarms = EndpointAlarms(
             self,
             "Alarms",
             endpoint_name=settings.endpoint_name,
             variant_name=VARIANT_NAME,
-            thresholds=AlarmThresholds(
-                errors_5xx=infra.alarm_5xx_errors,
-                latency_p99_ms=infra.alarm_model_latency_p99_ms,
-                loading_wait_ms=infra.alarm_model_loading_wait_ms,
-                memory_percent=infra.alarm_memory_percent,
-                gpu_memory_percent=infra.alarm_gpu_memory_percent,
-                disk_percent=infra.alarm_disk_percent,
-            ),
+            thresholds=AlarmThresholds.from_settings(infra),
             topic=topic,
             has_gpu=spec.has_gpu,
         )

@@ -9,20 +9,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import ArnFormat, CfnOutput, Duration, Stack
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_sns as sns
-from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import CfnOutput, Duration, Stack
 from constructs import Construct
 
 from deploy.config import DeploySettings
 from deploy.neuron.instances import neuron_cores
 from infra.constructs.autoscaling import VariantAutoscaling
 from infra.constructs.inf1_endpoint import ROUTER_MODEL, Inf1SingleModelEndpoint
-from infra.constructs.mme_endpoint import VARIANT_NAME
 from infra.constructs.model_store import ModelStore
-from infra.constructs.monitoring import AlarmThresholds, EndpointAlarms, EndpointDashboard
+from infra.constructs.monitoring import (
+    AlarmThresholds,
+    EndpointAlarms,
+    EndpointDashboard,
+    alarm_topic,
+)
 from infra.constructs.network import PrivateNetwork
+from infra.constructs.sagemaker_endpoint import VARIANT_NAME
 from infra.instances import triton_image_uri
 
 # The -cpu tag of the SageMaker Triton image is the base: Inferentia needs no CUDA.
@@ -54,54 +56,20 @@ class Inf1EndpointStack(Stack):
             instance_type=BASE_IMAGE_PROCESSOR_TYPE,
         )
 
-        if infra.notification_topic_arn is not None:
-            topic: sns.ITopic = sns.Topic.from_topic_arn(
-                self, "AlarmTopic", infra.notification_topic_arn
-            )
-        else:
-            topic = sns.Topic(
-                self,
-                "AlarmTopic",
-                display_name=f"{settings.endpoint_name} alarms",
-                master_key=store.key,
-                enforce_ssl=True,
-            )
-            # As in EndpointStack: the TLS-only topic policy replaces SNS's default
-            # one, so CloudWatch gets its own grant, for this endpoint's alarms only.
-            topic.add_to_resource_policy(
-                iam.PolicyStatement(
-                    sid="EndpointAlarmsPublish",
-                    principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                    actions=["sns:Publish"],
-                    resources=[topic.topic_arn],
-                    conditions={
-                        "ArnLike": {
-                            "aws:SourceArn": self.format_arn(
-                                service="cloudwatch",
-                                resource="alarm",
-                                resource_name=f"{settings.endpoint_name}-*",
-                                arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                            )
-                        }
-                    },
-                )
-            )
-        if infra.notification_email is not None:
-            topic.add_subscription(subscriptions.EmailSubscription(infra.notification_email))
-
+        topic = alarm_topic(
+            self,
+            "AlarmTopic",
+            endpoint_name=settings.endpoint_name,
+            key=store.key,
+            existing_topic_arn=infra.notification_topic_arn,
+            email=infra.notification_email,
+        )
         alarms = EndpointAlarms(
             self,
             "Alarms",
             endpoint_name=settings.endpoint_name,
             variant_name=VARIANT_NAME,
-            thresholds=AlarmThresholds(
-                errors_5xx=infra.alarm_5xx_errors,
-                latency_p99_ms=infra.alarm_model_latency_p99_ms,
-                loading_wait_ms=infra.alarm_model_loading_wait_ms,
-                memory_percent=infra.alarm_memory_percent,
-                gpu_memory_percent=infra.alarm_gpu_memory_percent,
-                disk_percent=infra.alarm_disk_percent,
-            ),
+            thresholds=AlarmThresholds.from_settings(infra),
             topic=topic,
             has_gpu=False,
         )
@@ -122,7 +90,7 @@ class Inf1EndpointStack(Stack):
         VariantAutoscaling(
             self,
             "Autoscaling",
-            endpoint=self.endpoint,  # type: ignore[arg-type]  # same attributes as the MME one
+            endpoint=self.endpoint,
             min_capacity=infra.min_instance_count,
             max_capacity=infra.max_instance_count,
             invocations_per_instance=infra.target_invocations_per_instance,

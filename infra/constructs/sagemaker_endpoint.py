@@ -1,0 +1,184 @@
+"""What the SageMaker endpoint constructs share, whatever the hosting mode.
+
+`MultiModelEndpoint` and `Inf1SingleModelEndpoint` differ in their image, model
+and model-data grants; the variant, the blue/green endpoint with alarm
+rollback, the network placement and the execution role's runtime grants
+(ECR token, endpoint logs and metrics, VPC network interfaces) are built here.
+The helpers add resources directly to the construct they are given, so the
+construct ids (and logical ids) stay those of the calling construct.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from aws_cdk import Aws, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from infra.nag import suppress
+
+VARIANT_NAME = "AllTraffic"
+
+
+@dataclass(frozen=True)
+class TrafficShifting:
+    """Blue/green update: shift `step_percent` of capacity per step, wait between steps."""
+
+    step_percent: int = 50
+    wait_s: int = 300
+    termination_wait_s: int = 300
+    timeout_s: int = 3600
+
+
+class VariantEndpoint(Protocol):
+    """What autoscaling needs of an endpoint construct (both constructs here have it)."""
+
+    endpoint_name: str
+    variant_name: str
+    endpoint: sagemaker.CfnEndpoint
+
+
+def endpoint_arn(scope: Construct, *, endpoint_name: str) -> str:
+    """The ARN of the endpoint named `endpoint_name` in `scope`'s stack."""
+    return Stack.of(scope).format_arn(
+        service="sagemaker", resource="endpoint", resource_name=endpoint_name.lower()
+    )
+
+
+def vpc_config(
+    *, subnets: Sequence[ec2.ISubnet], security_group: ec2.ISecurityGroup
+) -> sagemaker.CfnModel.VpcConfigProperty:
+    return sagemaker.CfnModel.VpcConfigProperty(
+        security_group_ids=[security_group.security_group_id],
+        subnets=[subnet.subnet_id for subnet in subnets],
+    )
+
+
+def endpoint_config(
+    scope: Construct,
+    construct_id: str,
+    *,
+    model: sagemaker.CfnModel,
+    instance_type: str,
+    initial_instance_count: int,
+    kms_key_id: str | None,
+    data_capture_config: sagemaker.CfnEndpointConfig.DataCaptureConfigProperty | None = None,
+) -> sagemaker.CfnEndpointConfig:
+    """One production variant (`VARIANT_NAME`, all traffic) serving `model`."""
+    return sagemaker.CfnEndpointConfig(
+        scope,
+        construct_id,
+        production_variants=[
+            sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+                variant_name=VARIANT_NAME,
+                model_name=model.attr_model_name,
+                instance_type=instance_type,
+                initial_instance_count=initial_instance_count,
+                initial_variant_weight=1.0,
+            )
+        ],
+        kms_key_id=kms_key_id,
+        data_capture_config=data_capture_config,
+    )
+
+
+def blue_green_endpoint(
+    scope: Construct,
+    construct_id: str,
+    *,
+    endpoint_name: str,
+    config: sagemaker.CfnEndpointConfig,
+    rollback_alarm_names: Sequence[str],
+    traffic_shifting: TrafficShifting,
+) -> sagemaker.CfnEndpoint:
+    """The endpoint: linear blue/green updates, rolled back when a rollback alarm fires."""
+    rollback = (
+        sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
+            alarms=[sagemaker.CfnEndpoint.AlarmProperty(alarm_name=n) for n in rollback_alarm_names]
+        )
+        if rollback_alarm_names
+        else None
+    )
+    return sagemaker.CfnEndpoint(
+        scope,
+        construct_id,
+        endpoint_name=endpoint_name,
+        endpoint_config_name=config.attr_endpoint_config_name,
+        deployment_config=sagemaker.CfnEndpoint.DeploymentConfigProperty(
+            blue_green_update_policy=sagemaker.CfnEndpoint.BlueGreenUpdatePolicyProperty(
+                traffic_routing_configuration=sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
+                    type="LINEAR",
+                    linear_step_size=sagemaker.CfnEndpoint.CapacitySizeProperty(
+                        type="CAPACITY_PERCENT", value=traffic_shifting.step_percent
+                    ),
+                    wait_interval_in_seconds=traffic_shifting.wait_s,
+                ),
+                termination_wait_in_seconds=traffic_shifting.termination_wait_s,
+                maximum_execution_timeout_in_seconds=traffic_shifting.timeout_s,
+            ),
+            auto_rollback_configuration=rollback,
+        ),
+    )
+
+
+def runtime_statements(*, endpoint_name: str) -> list[iam.PolicyStatement]:
+    """The execution role's grants for running the container, whatever it serves."""
+    return [
+        iam.PolicyStatement(sid="EcrToken", actions=["ecr:GetAuthorizationToken"], resources=["*"]),
+        iam.PolicyStatement(
+            sid="EndpointLogs",
+            actions=[
+                "logs:CreateLogGroup",
+                "logs:CreateLogStream",
+                "logs:DescribeLogStreams",
+                "logs:PutLogEvents",
+            ],
+            resources=[
+                f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:"
+                f"log-group:/aws/sagemaker/Endpoints/{endpoint_name}*"
+            ],
+        ),
+        iam.PolicyStatement(
+            sid="EndpointMetrics",
+            actions=["cloudwatch:PutMetricData"],
+            resources=["*"],
+            conditions={
+                "StringEquals": {
+                    "cloudwatch:namespace": ["AWS/SageMaker", "/aws/sagemaker/Endpoints"]
+                }
+            },
+        ),
+        iam.PolicyStatement(
+            sid="EndpointNetworkInterfaces",
+            actions=[
+                "ec2:CreateNetworkInterface",
+                "ec2:CreateNetworkInterfacePermission",
+                "ec2:DeleteNetworkInterface",
+                "ec2:DeleteNetworkInterfacePermission",
+                "ec2:DescribeDhcpOptions",
+                "ec2:DescribeNetworkInterfaces",
+                "ec2:DescribeSecurityGroups",
+                "ec2:DescribeSubnets",
+                "ec2:DescribeVpcs",
+            ],
+            resources=["*"],
+        ),
+    ]
+
+
+def suppress_endpoint_logs(role: iam.Role, *, endpoint_name: str) -> None:
+    """Accept the log-group wildcard of `runtime_statements` (cdk-nag IAM5)."""
+    suppress(
+        role,
+        "IAM5",
+        "execution-role-logs",
+        applies_to=[
+            "Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:"
+            f"log-group:/aws/sagemaker/Endpoints/{endpoint_name}*"
+        ],
+    )
