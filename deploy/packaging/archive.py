@@ -12,7 +12,9 @@ in that core's cache; blocks go through the steps that must follow the
 stream's order (the members' BLAKE3, the archive's sha256) one after the
 other, and compression runs on several blocks at once. Each block is an
 independent deflate run ending in a sync flush, as pigz and isal's threaded
-writer do, so the blocks join into one gzip member any `gzip -d` reads.
+writer do, so the blocks join into one gzip member any `gzip -d` reads. A
+block whose sample barely deflates is written as stored deflate blocks
+instead (the choice depends on its bytes only).
 """
 
 from __future__ import annotations
@@ -45,6 +47,14 @@ _COMPRESS_BUFFER = BLOCK_SIZE + BLOCK_SIZE // 10 + 500  # deflate may grow rando
 # ID1 ID2 CM=deflate FLG=0 MTIME=0 XFL=0 OS=255 (unknown)
 GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
 _FINAL_BLOCK = isal_zlib.compress(b"", wbits=-15)  # an empty last deflate block
+# A block whose sample deflates to more than 7/8 of its size (ZFS's rule for
+# keeping a block compressed) is stored: deflating random-looking float
+# weights costs most of the packaging CPU and saves ~10%, and stored blocks
+# also inflate several times faster when the endpoint extracts the archive.
+STORE_ABOVE = 7 / 8
+_SAMPLES = 4  # slices of the block, spread evenly, make up the sample
+_SAMPLE_SIZE = 4096
+_STORED_MAX = 0xFFFF  # the most a stored deflate block holds
 
 
 @dataclass(frozen=True)
@@ -257,8 +267,12 @@ class _Writer:
         for part, _, _ in runs:
             if part.member >= 0:
                 self._release(part.member)
-        compressed, crc = compressor.compress_and_crc(data, b"")
-        pieces: list[bytes | memoryview] = [compressed]
+        pieces: list[bytes | memoryview]
+        if _incompressible(data):
+            pieces, crc = _stored(data), isal_zlib.crc32(data)
+        else:
+            compressed, crc = compressor.compress_and_crc(data, b"")
+            pieces = [compressed]
         self.turns.wait("out", index)
         for piece in pieces:
             self.sha.update(piece)
@@ -298,6 +312,26 @@ class _Writer:
                 views.pop(0)
             if views:
                 views[0] = views[0][count:]
+
+
+def _incompressible(data: memoryview) -> bool:
+    """Whether a sample of `data` (slices spread over it) deflates to more than STORE_ABOVE."""
+    if len(data) < _SAMPLES * _SAMPLE_SIZE:
+        return False
+    step = len(data) // _SAMPLES
+    sample = b"".join(data[n * step : n * step + _SAMPLE_SIZE] for n in range(_SAMPLES))
+    deflated = isal_zlib.compress(sample, level=COMPRESS_LEVEL, wbits=-15)
+    return len(deflated) > STORE_ABOVE * len(sample)
+
+
+def _stored(data: memoryview) -> list[bytes | memoryview]:
+    """`data` as stored deflate blocks (byte-aligned, as every block here ends)."""
+    pieces: list[bytes | memoryview] = []
+    for start in range(0, len(data), _STORED_MAX):
+        chunk = data[start : start + _STORED_MAX]
+        pieces.append(struct.pack("<BHH", 0, len(chunk), len(chunk) ^ 0xFFFF))
+        pieces.append(chunk)
+    return pieces
 
 
 def write_archive(

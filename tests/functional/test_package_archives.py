@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -373,3 +374,24 @@ def test_a_file_that_shrinks_while_it_is_read_fails_the_archive(tmp_path: Path) 
     entry = Entry("m/weights.bin", "file", 0o644, 2 * BLOCK_SIZE, source=source)  # stat said more
     with (tmp_path / "a.tar.gz").open("wb") as out, pytest.raises(OSError, match="shorter"):
         write_archive([entry], out, threads=2)
+
+
+def test_random_blocks_are_stored_and_text_is_compressed(tmp_path: Path) -> None:
+    # GIVEN a model with a random (incompressible) and a repetitive file, each
+    # several blocks long
+    noise = os.urandom(3 * BLOCK_SIZE + 1234)
+    text = b"".join(b"weight %d\n" % i for i in range(400_000))
+    repo = make_repo(tmp_path / "repo", weights=noise)
+    (repo / "m" / "1" / "table.txt").write_bytes(text)
+    # WHEN it is packaged
+    archive = package_repository(repo, tmp_path / "out").models[0].path
+    # THEN the random bytes are stored (5 bytes per 64 KiB more than their size)
+    # and the text is compressed
+    assert len(noise) < archive.stat().st_size < len(noise) + len(text) // 4
+    with gzip.open(archive) as raw:
+        tar_bytes = raw.read()
+    assert noise in tar_bytes
+    extracted = tmp_path / "x"
+    extracted.mkdir()
+    subprocess.run(["tar", "-xzf", str(archive), "-C", str(extracted)], check=True)
+    assert source_tree(extracted / "m") == source_tree(repo / "m")
