@@ -61,6 +61,12 @@ class InfraSettings(BaseModel):
     model_prefix: str = Field(
         "models/", pattern=r"^([A-Za-z0-9!_.*'()-]+/)+$", description="Model-store key prefix."
     )
+    model_archive: str = Field(
+        "inf1/model.tar.gz",
+        pattern=r"^([A-Za-z0-9!_.*'()-]+/)*[A-Za-z0-9!_.*'()-]+\.tar\.gz$",
+        description="ml.inf1 stages: the single-model archive's key under model_prefix "
+        "(`deploy up` sets a content-derived one, so new bytes give a new SageMaker Model).",
+    )
     alarm_5xx_errors: int = Field(1, ge=1, description="Invocation5XXErrors per minute.")
     alarm_model_latency_p99_ms: float = Field(1000.0, gt=0, description="ModelLatency p99 (ms).")
     alarm_model_loading_wait_ms: float = Field(

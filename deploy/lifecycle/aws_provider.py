@@ -123,18 +123,20 @@ class AwsProvider:
                 # for the one the credentials belong to, not a placeholder.
                 infra = settings.infra.model_copy(update={"account": self.session.account_id()})
                 settings = settings.model_copy(update={"infra": infra})
+            if self._model_archive is not None:
+                infra = settings.infra.model_copy(update={"model_archive": self._model_archive})
+                settings = settings.model_copy(update={"infra": infra})
             if synthesize is None:
                 # The lookup the CDK CLI would make for this account and region.
                 zones = availability_zones(self.session)
                 key = (
                     f"availability-zones:account={settings.infra.account}:region={settings.region}"
                 )
-                synthesize = cdk_synthesizer({key: zones}, model_archive=self._model_archive)
+                synthesize = cdk_synthesizer({key: zones})
             self._stage = stage_templates(
                 settings,
                 cache_dir=self._template_cache,
                 synthesize=synthesize,
-                model_archive=self._model_archive,
             )
         return self._stage
 

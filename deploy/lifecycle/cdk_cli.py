@@ -95,7 +95,8 @@ def require_tools(
             fix=f"run `deploy up --stage {stage}` again on a machine with a running Docker "
             "engine (it builds and pushes the image with the CDK CLI), or deploy the stage's "
             f"infrastructure from such a machine with `npx cdk deploy --all -c stage={stage}` "
-            "(the CDK app's own layout: it reads the archive from <prefix>inf1/model.tar.gz)",
+            "(the Model reads <prefix>inf1/model.tar.gz unless `-c model_archive=KEY` names "
+            "another key under the model prefix)",
         )
     return cli
 

@@ -13,8 +13,8 @@ also spares emulators that cannot replace a config in place.)
 
 An ml.inf1 stage is deployed by the CDK CLI from the synthesized cloud
 assembly (its Neuron image is a container asset), so its templates stay as
-synthesized; `model_archive` points its SageMaker Model (and the execution
-role's read permission) at the uploaded, content-named archive.
+synthesized; the setting `infra.model_archive` points its SageMaker Model
+(and the execution role's read permission) at the uploaded archive.
 """
 
 from __future__ import annotations
@@ -53,15 +53,13 @@ def project_root(start: Path | None = None) -> Path:
     )
 
 
-def cdk_synthesizer(context: dict[str, Any], *, model_archive: str | None = None) -> Synthesizer:
+def cdk_synthesizer(context: dict[str, Any]) -> Synthesizer:
     """Synthesize with the CDK app in process, `context` added to cdk.json's (what the
     CDK CLI's context providers would have looked up, e.g. availability zones).
-
-    `model_archive` (inf1 stages): the archive's key under the model-store prefix.
     """
 
     def synthesize(settings: DeploySettings, outdir: Path) -> dict[str, Path]:
-        return _cdk_synthesize(settings, outdir, context, model_archive=model_archive)
+        return _cdk_synthesize(settings, outdir, context)
 
     return synthesize
 
@@ -70,8 +68,6 @@ def _cdk_synthesize(
     settings: DeploySettings,
     outdir: Path,
     context: dict[str, Any] | None = None,
-    *,
-    model_archive: str | None = None,
 ) -> dict[str, Path]:
     import sys
 
@@ -97,58 +93,11 @@ def _cdk_synthesize(
     app = cdk.App(outdir=str(outdir), context={**pinned.get("context", {}), **(context or {})})
     # cdk-nag runs in `make test`; provisioning needs the templates only.
     staged = build_app(settings, app=app, nag=False)
-    if model_archive is not None:
-        _point_model_archive(staged, model_archive)
     assembly = staged.app.synth()
     return {
         stack.stack_name: Path(assembly.get_stack_by_name(stack.stack_name).template_full_path)
         for stack in staged.stacks.values()
     }
-
-
-def _point_model_archive(staged: Any, archive: str) -> None:
-    """Make the inf1 endpoint stack serve `<prefix><archive>` (before synth).
-
-    The CDK app's inf1 stack reads `<prefix>inf1/model.tar.gz`; `deploy up`
-    uploads under a content-derived name instead, so that new bytes give a new
-    SageMaker Model. The Model's ModelDataUrl, the execution role's read grant
-    and the ModelDataUrl output are pointed at that key.
-    """
-    endpoint_stack = staged.stacks["endpoint"]
-    store = staged.stacks["model-store"].store
-    inf1 = getattr(endpoint_stack, "endpoint", None)
-    if inf1 is None or not hasattr(inf1, "image"):
-        raise ConfigError(
-            "the endpoint stack is not the inf1 single-model stack",
-            where=endpoint_stack.stack_name,
-            fix="model_archive applies to ml.inf1 stages only",
-        )
-    key = f"{store.prefix}{archive}"
-    url = f"s3://{store.bucket.bucket_name}/{key}"
-    inf1.model.add_property_override("PrimaryContainer.ModelDataUrl", url)
-    role = inf1.role.node.default_child
-    policies = endpoint_stack.resolve(role.policies) or []
-    for index, policy in enumerate(policies):
-        statements = policy.get("policyDocument", {}).get("Statement", [])
-        for number, statement in enumerate(statements):
-            if statement.get("Sid") == "ReadModelArchive":
-                role.add_property_override(
-                    f"Policies.{index}.PolicyDocument.Statement.{number}.Resource",
-                    store.bucket.arn_for_objects(key),
-                )
-                break
-        else:
-            continue
-        break
-    else:
-        raise ConfigError(
-            "the inf1 execution role has no ReadModelArchive statement",
-            where=endpoint_stack.stack_name,
-            fix="keep the statement's Sid in infra/constructs/inf1_endpoint.py",
-        )
-    output = endpoint_stack.node.try_find_child("ModelDataUrl")
-    if output is not None:
-        output.value = url
 
 
 def _root_or_cwd() -> Path:
@@ -181,12 +130,8 @@ def stage_templates(
     cache_dir: Path,
     synthesize: Synthesizer | None = None,
     root_dir: Path | None = None,
-    model_archive: str | None = None,
 ) -> StageTemplates:
-    """The stage's templates (rollout-safe), synthesized once per settings and infra code.
-
-    `model_archive` must be the one the synthesizer was built with (inf1 stages).
-    """
+    """The stage's templates (rollout-safe), synthesized once per settings and infra code."""
     from deploy.neuron.instances import is_inferentia
 
     root = root_dir or _root_or_cwd()
@@ -194,8 +139,6 @@ def stage_templates(
     relevant = settings.model_dump_json(
         include={"stage", "region", "endpoint_name", "instance_type", "infra"}
     )
-    if model_archive is not None:
-        relevant += f"|model_archive={model_archive}"
     key = hashlib.sha256((relevant + _infra_fingerprint(root)).encode()).hexdigest()[:20]
     folder = cache_dir / key
     index = folder / "stacks.json"

@@ -2,7 +2,8 @@
 
 Same shape as `EndpointStack` (alarms, topic, autoscaling, dashboard, outputs)
 with `Inf1SingleModelEndpoint` in place of the multi-model endpoint. The
-archive SageMaker loads is `<model prefix>inf1/model.tar.gz` in the model store.
+archive SageMaker loads is `<model prefix><infra.model_archive>` in the model store
+(`inf1/model.tar.gz` unless `deploy up` names a content-derived key).
 """
 
 from __future__ import annotations
@@ -29,11 +30,6 @@ from infra.instances import triton_image_uri
 
 # The -cpu tag of the SageMaker Triton image is the base: Inferentia needs no CUDA.
 BASE_IMAGE_PROCESSOR_TYPE = "ml.m5.xlarge"
-MODEL_ARCHIVE = "inf1/model.tar.gz"
-
-
-def model_data_key(prefix: str) -> str:
-    return f"{prefix}{MODEL_ARCHIVE}"
 
 
 class Inf1EndpointStack(Stack):
@@ -49,6 +45,7 @@ class Inf1EndpointStack(Stack):
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         infra = settings.infra
+        archive_key = f"{store.prefix}{infra.model_archive}"
         cores = neuron_cores(settings.instance_type)  # an unknown inf1 size fails here
         base_image = triton_image_uri(
             region=settings.region,
@@ -81,7 +78,7 @@ class Inf1EndpointStack(Stack):
             instance_type=settings.instance_type,
             initial_instance_count=infra.initial_instance_count,
             bucket=store.bucket,
-            model_data_key=model_data_key(store.prefix),
+            model_data_key=archive_key,
             key=store.key,
             subnets=network.subnets.subnets,
             security_group=network.endpoint_security_group,
@@ -114,7 +111,7 @@ class Inf1EndpointStack(Stack):
         CfnOutput(
             self,
             "ModelDataUrl",
-            value=f"s3://{store.bucket.bucket_name}/{model_data_key(store.prefix)}",
+            value=f"s3://{store.bucket.bucket_name}/{archive_key}",
         )
         CfnOutput(self, "ExecutionRoleArn", value=self.endpoint.role.role_arn)
         CfnOutput(self, "AlarmTopicArn", value=topic.topic_arn)
