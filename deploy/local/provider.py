@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from deploy._files import atomic_write_bytes, pid_exists
 from deploy.errors import LocalEndpointError
 from deploy.lifecycle.plan import InfraSpec, ModelChange
 from deploy.lifecycle.provider import (
@@ -52,12 +53,8 @@ class LocalState:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not pid_exists(pid):
         return False
-    except PermissionError:
-        return True
     # A zombie child of this process counts as gone.
     with contextlib.suppress(ChildProcessError):
         done, _ = os.waitpid(pid, os.WNOHANG)
@@ -191,10 +188,7 @@ class LocalProvider:
         return DataPlane(endpoint_name=self.endpoint_name, region="us-east-1", endpoint_url=url)
 
     def publish_manifest(self, document: bytes) -> None:
-        self.store_dir.mkdir(parents=True, exist_ok=True)
-        partial = self.store_dir / (MANIFEST + ".partial")
-        partial.write_bytes(document)
-        partial.replace(self.store_dir / MANIFEST)
+        atomic_write_bytes(self.store_dir / MANIFEST, document)
 
     # -- background process ------------------------------------------------------
     def start(self, *, timeout_s: float = 60.0) -> LocalState:
@@ -246,9 +240,7 @@ class LocalProvider:
             store=str(self.store_dir.resolve()),
             started_at=time.time(),
         )
-        partial = self.state_path.with_suffix(".json.partial")
-        partial.write_text(json.dumps(asdict(state), indent=2), encoding="utf-8")
-        partial.replace(self.state_path)
+        atomic_write_bytes(self.state_path, json.dumps(asdict(state), indent=2).encode("utf-8"))
         try:
             self._wait_ready(state, timeout_s)
         except LocalEndpointError:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deploy._files import atomic_write_bytes
 from deploy.errors import NeuronError
 from deploy.neuron.generate import MODEL_VERSION, template_text
 
@@ -249,8 +250,5 @@ def single_model_manifest(
 def write_manifest(repository: Path, path: Path, *, router: str = ROUTER_NAME) -> dict[str, Any]:
     """Write `single_model_manifest` for `repository` to `path` (atomically)."""
     document = single_model_manifest(read_models(repository, exclude=[router]), router=router)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    partial.replace(path)
+    atomic_write_bytes(path, (json.dumps(document, indent=2) + "\n").encode("utf-8"))
     return document
