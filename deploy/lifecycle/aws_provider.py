@@ -17,9 +17,10 @@ for both before anything changes.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -304,56 +305,35 @@ class AwsProvider:
         self, package_dir: Path, changes: Sequence[ModelChange], reporter: Reporter
     ) -> list[UploadOutcome]:
         store, prefix = self.ensure_store(reporter)
-        reporter.upload_started(len(changes), sum(change.bytes for change in changes))
 
         def send(change: ModelChange) -> UploadOutcome:
-            hook = self._before_part
-            result = store.upload_file(
-                prefix + change.target_model,
+            return self._send(
+                store,
+                prefix,
+                change.target_model,
                 package_dir / change.target_model,
                 change.sha256,
-                part_size=self._part_size,
-                workers=self._workers,
-                progress=reporter.uploaded,
-                before_part=(lambda number: hook(change.target_model, number)) if hook else None,
-            )
-            return UploadOutcome(
-                change.target_model,
-                result.bytes_sent,
-                result.parts_sent,
-                result.parts_reused,
-                result.resumed,
+                reporter,
             )
 
-        try:
-            with ThreadPoolExecutor(max_workers=2) as pool:
-                return list(pool.map(send, changes))
-        except KeyboardInterrupt:
-            _say(
-                "upload interrupted: nothing incomplete is visible in the store and the "
-                "manifest was not switched; re-run `deploy up` to resume the upload"
-            )
-            raise
-        finally:
-            reporter.upload_finished()
+        total = sum(change.bytes for change in changes)
+        with self._uploading(reporter, len(changes), total), ThreadPoolExecutor(2) as pool:
+            return list(pool.map(send, changes))
 
     def upload_archive(
         self, path: Path, key: str, sha256: str, reporter: Reporter
     ) -> UploadOutcome:
         """inf1: the single-model archive to `<prefix><key>` (resumable, as `upload`)."""
         store, prefix = self.ensure_store(reporter)
-        reporter.upload_started(1, path.stat().st_size)
-        hook = self._before_part
+        with self._uploading(reporter, 1, path.stat().st_size):
+            return self._send(store, prefix, key, path, sha256, reporter)
+
+    @contextlib.contextmanager
+    def _uploading(self, reporter: Reporter, files: int, total_bytes: int) -> Iterator[None]:
+        """The upload progress view around sending `files`; a note if interrupted."""
+        reporter.upload_started(files, total_bytes)
         try:
-            result = store.upload_file(
-                prefix + key,
-                path,
-                sha256,
-                part_size=self._part_size,
-                workers=self._workers,
-                progress=reporter.uploaded,
-                before_part=(lambda number: hook(key, number)) if hook else None,
-            )
+            yield
         except KeyboardInterrupt:
             _say(
                 "upload interrupted: nothing incomplete is visible in the store and the "
@@ -362,6 +342,27 @@ class AwsProvider:
             raise
         finally:
             reporter.upload_finished()
+
+    def _send(
+        self,
+        store: ModelStore,
+        prefix: str,
+        key: str,
+        path: Path,
+        sha256: str,
+        reporter: Reporter,
+    ) -> UploadOutcome:
+        """One archive to `<prefix><key>` (checksummed, resumable multipart)."""
+        hook = self._before_part
+        result = store.upload_file(
+            prefix + key,
+            path,
+            sha256,
+            part_size=self._part_size,
+            workers=self._workers,
+            progress=reporter.uploaded,
+            before_part=(lambda number: hook(key, number)) if hook else None,
+        )
         return UploadOutcome(
             key, result.bytes_sent, result.parts_sent, result.parts_reused, result.resumed
         )
@@ -370,19 +371,19 @@ class AwsProvider:
 
     def _stale_stacks(self) -> list[str]:
         """Stacks whose deployed template differs from the stage's (or that are missing)."""
-        stale = []
-        for name, template in self.templates().items():
-            current = self.stacks.template(name)
-            state = self.stacks.describe(name) if current is not None else None
-            if (
-                current is None
-                or _normal(current) != _normal(template)
-                or state is None
-                or state.in_progress
-                or state.failed
-            ):
-                stale.append(name)
-        return stale
+        return [
+            name
+            for name, template in self.templates().items()
+            if not self._up_to_date(name, template)
+        ]
+
+    def _up_to_date(self, name: str, template: dict[str, Any]) -> bool:
+        """The stack runs `template` and has settled (not in progress, not failed)."""
+        current = self.stacks.template(name)
+        if current is None or _normal(current) != _normal(template):
+            return False
+        state = self.stacks.describe(name)
+        return state is not None and not state.in_progress and not state.failed
 
     def require_provisioning_tools(self, infra: InfraPlan) -> None:
         """inf1: the CDK CLI and a Docker engine, checked before anything changes."""
@@ -414,29 +415,28 @@ class AwsProvider:
         if self._container_engine:
             environment["CDK_DOCKER"] = self._container_engine
         before = self.endpoint_state()
-        try:
-            cdk_deploy(cli, self._synthesized().assembly, stacks, cwd=root, environment=environment)
-        except DeployError as exc:
-            raise self._rollout_failed(", ".join(stacks), exc.message, before) from exc
-        except KeyboardInterrupt:
-            _say(
-                "interrupted: CloudFormation carries on with the running update (and rolls "
-                "it back by itself if it fails); the manifest was not switched. Follow it "
-                f"with `deploy status --stage {self.settings.stage}` and re-run `deploy up` "
-                "to resume"
-            )
-            raise
-        finally:
-            reporter.rollout_finished()
+        with self._rolling_out(reporter):
+            try:
+                cdk_deploy(
+                    cli, self._synthesized().assembly, stacks, cwd=root, environment=environment
+                )
+            except DeployError as exc:
+                raise self._rollout_failed(", ".join(stacks), exc.message, before) from exc
 
     def provision(self, infra: InfraPlan, desired: InfraSpec, reporter: Reporter) -> None:
         if self.single_model:
             self._provision_with_cdk_cli(reporter)
             return
         before = self.endpoint_state()
-        try:
+        with self._rolling_out(reporter):
             for name, template in self.templates().items():
                 self._deploy_stack(name, template, reporter, before=before)
+
+    @contextlib.contextmanager
+    def _rolling_out(self, reporter: Reporter) -> Iterator[None]:
+        """The rollout view around a stack update; a note if interrupted."""
+        try:
+            yield
         except KeyboardInterrupt:
             _say(
                 "interrupted: CloudFormation carries on with the running update (and rolls "
@@ -456,11 +456,8 @@ class AwsProvider:
         *,
         before: EndpointState | None = None,
     ) -> None:
-        current = self.stacks.template(name)
-        if current is not None and _normal(current) == _normal(template):
-            state = self.stacks.describe(name)
-            if state is not None and not state.in_progress and not state.failed:
-                return
+        if self._up_to_date(name, template):
+            return
         publish_file_assets(
             self._synthesized().assembly,
             name,
@@ -714,7 +711,6 @@ class AwsProvider:
 
 def _default_template_cache() -> Path:
     from deploy.errors import ConfigError
-    from deploy.lifecycle.templates import project_root
 
     try:
         return project_root() / "build" / "templates"
