@@ -6,14 +6,18 @@ import logging
 import signal
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import TypeVar
 
 from deploy.errors import LocalEndpointError
 from deploy.local.endpoint import EndpointOptions, LocalEndpoint
 from deploy.local.store import MANIFEST
 
 log = logging.getLogger(__name__)
+
+E = TypeVar("E", bound=LocalEndpoint)
 
 
 def resolve_store(location: str, *, package_dir: Path | None = None) -> str:
@@ -42,15 +46,8 @@ def serve_forever(
     store: str, options: EndpointOptions, ready: threading.Event | None = None
 ) -> None:
     """Start the endpoint, log its URL, block until SIGINT/SIGTERM, stop it."""
-    stop = threading.Event()
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    endpoint = LocalEndpoint(store, options=options)
-    try:
-        endpoint.start()
+    def started(endpoint: LocalEndpoint) -> None:
         log.info(
             "endpoint %r serving %s at %s (tritonserver log: %s)",
             endpoint.endpoint_name,
@@ -58,15 +55,35 @@ def serve_forever(
             endpoint.url,
             endpoint.supervisor.log_path,
         )
+
+    serve_until_signal(lambda: LocalEndpoint(store, options=options), started, ready)
+
+
+def serve_until_signal(
+    open_endpoint: Callable[[], E],
+    started: Callable[[E], None],
+    ready: threading.Event | None = None,
+) -> None:
+    """Open and start an endpoint, call `started`, block until SIGINT/SIGTERM (or
+    tritonserver gives up restarting), then stop it and restore the signal handlers."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    endpoint = open_endpoint()
+    try:
+        endpoint.start()
+        started(endpoint)
         if ready is not None:
             ready.set()
         while not stop.wait(0.5):
-            if not endpoint.supervisor.ready and endpoint.supervisor.restarts >= (
-                endpoint.supervisor.max_restarts
-            ):
+            supervisor = endpoint.supervisor
+            if not supervisor.ready and supervisor.restarts >= supervisor.max_restarts:
                 raise LocalEndpointError(
                     "tritonserver keeps crashing; the endpoint stops",
-                    where=str(endpoint.supervisor.log_path),
+                    where=str(supervisor.log_path),
                     fix="read the log named here",
                 )
     finally:

@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
 import tempfile
 import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import Any, cast
 
 from deploy.errors import LocalEndpointError
@@ -30,8 +28,8 @@ from deploy.local import wire
 from deploy.local.endpoint import EndpointOptions, LocalEndpoint
 from deploy.local.frontend import FrontEnd, Reply, UpstreamError, _Request
 from deploy.local.platform import ModelPlatform
+from deploy.local.serve import serve_until_signal
 from deploy.local.supervisor import TritonSupervisor
-from deploy.local.triton import TritonInstall, prepare_backends
 from deploy.neuron.router import (
     DEFAULT_ROUTER_INSTANCES,
     ROUTER_NAME,
@@ -47,6 +45,9 @@ log = logging.getLogger(__name__)
 class SingleModelSupervisor(TritonSupervisor):
     """tritonserver over one repository, all models loaded, a default model."""
 
+    # As the inf1 image's serve script does.
+    load_models = ("*",)
+
     def __init__(self, workdir: Path, repository: Path, default_model: str, **kwargs: Any) -> None:
         environment = {
             "SAGEMAKER_MULTI_MODEL": "false",
@@ -56,26 +57,8 @@ class SingleModelSupervisor(TritonSupervisor):
         self.repository = repository
         self.default_model = default_model
 
-    def _command(self, install: TritonInstall) -> list[str]:
-        backends = prepare_backends(install, self.workdir / "backends")
-        return [
-            str(install.binary),
-            f"--model-repository={self.repository}",
-            f"--backend-directory={backends}",
-            "--model-control-mode=explicit",
-            "--load-model=*",
-            "--model-namespacing=true",
-            "--allow-sagemaker=true",
-            f"--sagemaker-port={self.port}",
-            "--allow-grpc=false",
-            "--allow-http=false",
-            "--allow-metrics=false",
-            "--backend-config=python,shm-default-byte-size=16777216",
-            "--backend-config=python,shm-growth-byte-size=1048576",
-            f"--log-verbose={1 if self.verbose else 0}",
-            # Generated configs are complete; skipping the pass saves a stub start per model.
-            *([] if self.auto_complete else ["--disable-auto-complete-config"]),
-        ]
+    def _repository(self) -> Path:
+        return self.repository
 
 
 class _Models:
@@ -205,15 +188,8 @@ def serve_single_model_forever(
     repository: Path, options: EndpointOptions, ready: threading.Event | None = None
 ) -> None:
     """`deploy serve --mode single-model`: run until SIGINT/SIGTERM, then stop."""
-    stop = threading.Event()
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    endpoint = SingleModelEndpoint(repository, options=options)
-    try:
-        endpoint.start()
+    def started(endpoint: SingleModelEndpoint) -> None:
         log.info(
             "single-model endpoint %r serving %s through %r at %s (manifest: %s, log: %s)",
             endpoint.endpoint_name,
@@ -223,18 +199,5 @@ def serve_single_model_forever(
             endpoint.manifest_path,
             endpoint.supervisor.log_path,
         )
-        if ready is not None:
-            ready.set()
-        while not stop.wait(0.5):
-            supervisor = endpoint.supervisor
-            if not supervisor.ready and supervisor.restarts >= supervisor.max_restarts:
-                raise LocalEndpointError(
-                    "tritonserver keeps crashing; the endpoint stops",
-                    where=str(supervisor.log_path),
-                    fix="read the log named here",
-                )
-    finally:
-        log.info("stopping endpoint %r", endpoint.endpoint_name)
-        endpoint.stop()
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+
+    serve_until_signal(lambda: SingleModelEndpoint(repository, options=options), started, ready)

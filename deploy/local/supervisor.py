@@ -80,6 +80,9 @@ class TritonSupervisor:
     `on_exit` callbacks run once when the supervisor stops or gives up.
     """
 
+    # Models Triton loads at start (--load-model); none here, they arrive one by one.
+    load_models: tuple[str, ...] = ()
+
     def __init__(
         self,
         workdir: Path,
@@ -175,15 +178,21 @@ class TritonSupervisor:
         self._run_exit_callbacks()
 
     # -- internals ----------------------------------------------------------
-    def _command(self, install: TritonInstall) -> list[str]:
+    def _repository(self) -> Path:
+        """Triton's --model-repository: an empty one (models arrive by `POST /models`)."""
         repository = self.workdir / "empty-repository"
         repository.mkdir(parents=True, exist_ok=True)
+        return repository
+
+    def _command(self, install: TritonInstall) -> list[str]:
+        repository = self._repository()
         backends = prepare_backends(install, self.workdir / "backends")
         return [
             str(install.binary),
             f"--model-repository={repository}",
             f"--backend-directory={backends}",
             "--model-control-mode=explicit",
+            *(f"--load-model={model}" for model in self.load_models),
             "--model-namespacing=true",
             "--allow-sagemaker=true",
             f"--sagemaker-port={self.port}",
