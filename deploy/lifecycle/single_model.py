@@ -20,13 +20,13 @@ SDK finds it from the endpoint's ModelDataUrl.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from deploy.config import DeploySettings
 from deploy.errors import ConfigError, PackagingError
+from deploy.lifecycle import stages
 from deploy.lifecycle.plan import (
     ArchiveChange,
     InfraSpec,
@@ -35,14 +35,8 @@ from deploy.lifecycle.plan import (
     Plan,
 )
 from deploy.lifecycle.prices import estimate
-from deploy.lifecycle.provider import (
-    DataPlane,
-    EndpointView,
-    InfraPlan,
-    Reporter,
-    UploadOutcome,
-)
-from deploy.lifecycle.smoke import SmokeResult, raise_for_failures, smoke_test
+from deploy.lifecycle.provider import InfraPlan, Provider, Reporter, UploadOutcome
+from deploy.lifecycle.smoke import SmokeResult
 
 MANIFEST = "manifest.json"
 ARCHIVE_FOLDER = "inf1/"
@@ -50,24 +44,17 @@ PACKAGE_FOLDER = "inf1"  # under the package directory
 HOSTING = "single-model"
 
 
-class SingleModelProvider(Protocol):
-    """What the inf1 stages need from a provider (the AWS one offers it)."""
+class SingleModelProvider(Provider, Protocol):
+    """What the inf1 stages need from a provider besides the `Provider` surface
+    (the AWS one offers it)."""
 
-    name: str
     single_model: bool
 
     def use_model_archive(self, key: str) -> None: ...
-    def published_manifest(self) -> dict[str, Any] | None: ...
-    def stored_sha256(self, target_models: Iterable[str]) -> dict[str, str | None]: ...
-    def plan_infra(self, desired: InfraSpec) -> InfraPlan: ...
     def require_provisioning_tools(self, infra: InfraPlan) -> None: ...
     def upload_archive(
         self, path: Path, key: str, sha256: str, reporter: Reporter
     ) -> UploadOutcome: ...
-    def provision(self, infra: InfraPlan, desired: InfraSpec, reporter: Reporter) -> None: ...
-    def wait(self, *, timeout_s: float, reporter: Reporter) -> EndpointView: ...
-    def data_plane(self) -> DataPlane: ...
-    def publish_manifest(self, document: bytes) -> None: ...
 
 
 def require_provider(provider: Any) -> SingleModelProvider:
@@ -255,16 +242,14 @@ def smoke(
     timeout_s: float = 120.0,
 ) -> list[SmokeResult]:
     """Call every model through the router (the SDK reads the single-model manifest)."""
-    target = provider.data_plane()
-    results = smoke_test(
-        smoke_changes(the_plan),
+    return stages.smoke(
+        the_plan,
         the_package.manifest,
         the_package.manifest_path,
-        target,
+        provider,
         timeout_s=timeout_s,
+        changes=smoke_changes(the_plan),
     )
-    raise_for_failures(results, endpoint=target.endpoint_name)
-    return results
 
 
 def published_document(the_package: Package) -> bytes:

@@ -7,6 +7,7 @@ the provider. Each stage takes plain data and returns plain data.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -178,11 +179,17 @@ def smoke(
     provider: Provider,
     *,
     timeout_s: float = 120.0,
+    changes: Sequence[ModelChange] | None = None,
 ) -> list[SmokeResult]:
-    """Smoke-test every new or changed model; raises naming each failing one."""
+    """Smoke-test `changes` (by default every new or changed model); raises naming each
+    failing one."""
     target = provider.data_plane()
     results = smoke_test(
-        the_plan.changed_models, manifest, manifest_path, target, timeout_s=timeout_s
+        the_plan.changed_models if changes is None else changes,
+        manifest,
+        manifest_path,
+        target,
+        timeout_s=timeout_s,
     )
     raise_for_failures(results, endpoint=target.endpoint_name)
     return results

@@ -63,58 +63,67 @@ def up(
     """Run the stages; `on_plan` sees the plan before anything changes."""
     from deploy.neuron.instances import is_inferentia
 
-    if is_inferentia(settings.instance_type):
-        return _up_single_model(
-            settings,
-            provider,
-            repository=repository,
-            package_dir=package_dir,
-            options=options,
-            reporter=reporter,
-            on_plan=on_plan,
-        )
     started = time.monotonic()
     # A package deployed as it is was validated when it was written.
     stages.validate(settings, repository, models=not options.skip_package)
-    if options.skip_package:
-        manifest, manifest_path = stages.read_package(package_dir)
-    else:
-        manifest, manifest_path = stages.package(repository, package_dir)
-    desired = stages.desired_infra(settings)
-    the_plan, infra = stages.plan(settings, provider, manifest, desired)
+    chain = _single_model if is_inferentia(settings.instance_type) else _multi_model
+    the_plan, apply = chain(
+        settings, provider, repository=repository, package_dir=package_dir, options=options
+    )
     result = UpResult(plan=the_plan, dry_run=options.dry_run)
     if on_plan is not None:
         on_plan(the_plan)
-    if options.dry_run:
-        result.seconds = time.monotonic() - started
-        return result
-    result.uploads = stages.upload(the_plan, provider, package_dir, reporter)
-    stages.provision(infra, provider, desired, reporter)
-    result.endpoint = stages.wait(provider, timeout_s=options.timeout_s, reporter=reporter)
-    if not options.skip_smoke:
-        result.smoke = stages.smoke(
-            the_plan, manifest, manifest_path, provider, timeout_s=options.smoke_timeout_s
-        )
-    result.published = stages.publish(the_plan, provider, manifest_path)
+    if not options.dry_run:
+        apply(result, reporter)
     result.seconds = time.monotonic() - started
     return result
 
 
-def _up_single_model(
+# What a chain does once the plan is out: upload -> provision -> wait -> smoke -> publish,
+# recorded in the result.
+_Apply = Callable[[UpResult, Reporter], None]
+
+
+def _multi_model(
     settings: DeploySettings,
     provider: Provider,
     *,
     repository: Path,
     package_dir: Path,
     options: UpOptions,
-    reporter: Reporter,
-    on_plan: Callable[[Plan], None] | None,
-) -> UpResult:
-    """The inf1 chain: validate, package, plan, [tools], upload, provision, wait, smoke, publish."""
+) -> tuple[Plan, _Apply]:
+    """Package and plan; the rest of the chain as `_Apply`."""
+    if options.skip_package:
+        manifest, manifest_path = stages.read_package(package_dir)
+    else:
+        manifest, manifest_path = stages.package(repository, package_dir)
+    desired = stages.desired_infra(settings)
+    the_plan, infra = stages.plan(settings, provider, manifest, desired)
+
+    def apply(result: UpResult, reporter: Reporter) -> None:
+        result.uploads = stages.upload(the_plan, provider, package_dir, reporter)
+        stages.provision(infra, provider, desired, reporter)
+        result.endpoint = stages.wait(provider, timeout_s=options.timeout_s, reporter=reporter)
+        if not options.skip_smoke:
+            result.smoke = stages.smoke(
+                the_plan, manifest, manifest_path, provider, timeout_s=options.smoke_timeout_s
+            )
+        result.published = stages.publish(the_plan, provider, manifest_path)
+
+    return the_plan, apply
+
+
+def _single_model(
+    settings: DeploySettings,
+    provider: Provider,
+    *,
+    repository: Path,
+    package_dir: Path,
+    options: UpOptions,
+) -> tuple[Plan, _Apply]:
+    """The inf1 chain: package, plan; then [tools], upload, provision, wait, smoke, publish."""
     from deploy.lifecycle import single_model
 
-    started = time.monotonic()
-    stages.validate(settings, repository, models=not options.skip_package)
     target = single_model.require_provider(provider)
     # Its own folder (as in the model store), apart from the multi-model archives.
     folder = package_dir / single_model.PACKAGE_FOLDER
@@ -124,22 +133,17 @@ def _up_single_model(
         the_package = single_model.package(repository, folder)
     desired = stages.desired_infra(settings)
     the_plan, infra = single_model.plan(settings, target, the_package, desired)
-    result = UpResult(plan=the_plan, dry_run=options.dry_run)
-    if on_plan is not None:
-        on_plan(the_plan)
-    if options.dry_run:
-        result.seconds = time.monotonic() - started
-        return result
-    # Docker (for the Neuron image) and the CDK CLI, before anything is uploaded.
-    target.require_provisioning_tools(infra)
-    result.uploads = single_model.upload(the_plan, target, the_package, reporter)
-    if infra.action != "none":
-        target.provision(infra, desired, reporter)
-    result.endpoint = target.wait(timeout_s=options.timeout_s, reporter=reporter)
-    if not options.skip_smoke:
-        result.smoke = single_model.smoke(
-            the_plan, the_package, target, timeout_s=options.smoke_timeout_s
-        )
-    result.published = single_model.publish(the_plan, target, the_package)
-    result.seconds = time.monotonic() - started
-    return result
+
+    def apply(result: UpResult, reporter: Reporter) -> None:
+        # Docker (for the Neuron image) and the CDK CLI, before anything is uploaded.
+        target.require_provisioning_tools(infra)
+        result.uploads = single_model.upload(the_plan, target, the_package, reporter)
+        stages.provision(infra, target, desired, reporter)
+        result.endpoint = stages.wait(target, timeout_s=options.timeout_s, reporter=reporter)
+        if not options.skip_smoke:
+            result.smoke = single_model.smoke(
+                the_plan, the_package, target, timeout_s=options.smoke_timeout_s
+            )
+        result.published = single_model.publish(the_plan, target, the_package)
+
+    return the_plan, apply
