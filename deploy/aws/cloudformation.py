@@ -1,10 +1,10 @@
-"""CloudFormation stacks: create/update, change-set previews, status, events, deletion.
+"""CloudFormation stacks: create/update, status, templates, events, deletion.
 
-Stacks are deployed with CreateStack/UpdateStack; change sets are used to
-preview an update (`--dry-run`) and are deleted afterwards. (Executing change
-sets would work on AWS too, but the moto server does not publish a stack's
-exports when it executes one, and cross-stack references need them.)
-Templates travel as `TemplateBody` (minified JSON, 51,200 bytes at most).
+Stacks are deployed with CreateStack/UpdateStack, not change sets: the moto
+server does not publish a stack's exports when it executes a change set, and
+cross-stack references need them. `deploy up --dry-run` compares the
+deployed templates with the synthesized ones instead of previewing a change
+set. Templates travel as `TemplateBody` (minified JSON, 51,200 bytes at most).
 """
 
 from __future__ import annotations
@@ -70,26 +70,6 @@ class StackEvent:
     event_id: str
 
 
-@dataclass(frozen=True)
-class ResourceChange:
-    action: str  # Add | Modify | Remove
-    logical_id: str
-    resource_type: str
-    replacement: str  # True | False | Conditional | ''
-
-
-@dataclass(frozen=True)
-class ChangeSet:
-    stack: str
-    change_set_id: str | None
-    kind: str  # CREATE | UPDATE
-    changes: tuple[ResourceChange, ...]
-
-    @property
-    def empty(self) -> bool:
-        return self.change_set_id is None
-
-
 def template_body(template: dict[str, Any]) -> str:
     return json.dumps(template, separators=(",", ":"), sort_keys=True)
 
@@ -125,117 +105,6 @@ class Stacks:
                 p["ParameterKey"]: p.get("ParameterValue", "") for p in stack.get("Parameters", [])
             },
         )
-
-    def create_change_set(
-        self,
-        name: str,
-        template: dict[str, Any],
-        *,
-        parameters: dict[str, str] | None = None,
-        tags: dict[str, str] | None = None,
-        template_url: str | None = None,
-        wait_timeout_s: float = 300.0,
-    ) -> ChangeSet:
-        """Create (and wait for) a change set; an empty one is deleted and reported empty."""
-        current = self.describe(name)
-        if current is not None and current.status == "ROLLBACK_COMPLETE":
-            # A stack whose creation failed cannot be updated; it holds no resources.
-            self.delete(name)
-            self.wait_deleted(name, timeout_s=wait_timeout_s)
-            current = None
-        kind = "CREATE" if current is None else "UPDATE"
-        body = template_body(template)
-        source: dict[str, Any]
-        if template_url is not None:
-            source = {"TemplateURL": template_url}
-        elif len(body.encode()) <= TEMPLATE_BODY_LIMIT:
-            source = {"TemplateBody": body}
-        else:
-            raise AwsError(
-                f"template is {len(body.encode())} bytes, over CloudFormation's "
-                f"{TEMPLATE_BODY_LIMIT}-byte TemplateBody limit",
-                where=f"stack {name}",
-                fix="upload the template to S3 and pass its URL",
-            )
-        change_set_name = f"deploy-{int(time.time() * 1000)}"
-        with aws_call("cloudformation:CreateChangeSet", where=f"stack {name}"):
-            response = self._cfn.create_change_set(
-                StackName=name,
-                ChangeSetName=change_set_name,
-                ChangeSetType=kind,  # type: ignore[arg-type]
-                Capabilities=CAPABILITIES,  # type: ignore[arg-type]
-                Parameters=[
-                    {"ParameterKey": key, "ParameterValue": value}
-                    for key, value in (parameters or {}).items()
-                ],
-                Tags=[{"Key": key, "Value": value} for key, value in (tags or {}).items()],
-                **source,
-            )
-        change_set_id = response["Id"]
-        described = self._wait_change_set(name, change_set_id, wait_timeout_s)
-        if described["Status"] == "FAILED":
-            reason = described.get("StatusReason", "")
-            self._delete_change_set(name, change_set_id)
-            if any(marker in reason for marker in _NO_CHANGES):
-                return ChangeSet(stack=name, change_set_id=None, kind=kind, changes=())
-            raise AwsError(
-                f"CloudFormation rejected the change: {reason}",
-                where=f"stack {name}",
-                fix="nothing was changed; correct the template or parameters and re-run",
-            )
-        changes = tuple(
-            ResourceChange(
-                action=str(item["ResourceChange"].get("Action", "")),
-                logical_id=str(item["ResourceChange"].get("LogicalResourceId", "")),
-                resource_type=str(item["ResourceChange"].get("ResourceType", "")),
-                replacement=str(item["ResourceChange"].get("Replacement", "")),
-            )
-            for item in described.get("Changes", [])
-            if "ResourceChange" in item
-        )
-        if kind == "UPDATE" and not changes:
-            self._delete_change_set(name, change_set_id)
-            return ChangeSet(stack=name, change_set_id=None, kind=kind, changes=())
-        return ChangeSet(stack=name, change_set_id=change_set_id, kind=kind, changes=changes)
-
-    def _wait_change_set(self, name: str, change_set_id: str, timeout_s: float) -> Any:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            with aws_call("cloudformation:DescribeChangeSet", where=f"stack {name}"):
-                described = self._cfn.describe_change_set(
-                    ChangeSetName=change_set_id, StackName=name
-                )
-            if described["Status"] in {"CREATE_COMPLETE", "FAILED"}:
-                return described
-            if time.monotonic() > deadline:
-                raise AwsError(
-                    f"change set still {described['Status']} after {timeout_s:.0f} s",
-                    where=f"stack {name}",
-                    fix="check the CloudFormation console and re-run",
-                )
-            self._sleep(2.0)
-
-    def _delete_change_set(self, name: str, change_set_id: str) -> None:
-        with aws_call("cloudformation:DeleteChangeSet", where=f"stack {name}"):
-            self._cfn.delete_change_set(ChangeSetName=change_set_id, StackName=name)
-
-    def discard(self, change_set: ChangeSet) -> None:
-        """Delete an unexecuted change set (dry runs). A CREATE leaves a
-        REVIEW_IN_PROGRESS stack behind, which is removed too."""
-        if change_set.change_set_id is None:
-            return
-        self._delete_change_set(change_set.stack, change_set.change_set_id)
-        state = self.describe(change_set.stack)
-        if change_set.kind == "CREATE" and state and state.status == "REVIEW_IN_PROGRESS":
-            self.delete(change_set.stack)
-
-    def execute(self, change_set: ChangeSet) -> None:
-        if change_set.change_set_id is None:
-            return
-        with aws_call("cloudformation:ExecuteChangeSet", where=f"stack {change_set.stack}"):
-            self._cfn.execute_change_set(
-                ChangeSetName=change_set.change_set_id, StackName=change_set.stack
-            )
 
     def deploy(
         self,
