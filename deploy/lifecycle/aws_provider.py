@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from deploy.aws.autoscaling import AutoScaling
-from deploy.aws.cloudformation import StackEvent, Stacks
+from deploy.aws.cloudformation import StackEvent, Stacks, template_body
 from deploy.aws.cloudwatch import CloudWatch
 from deploy.aws.ec2 import availability_zones
 from deploy.aws.s3 import DEFAULT_PART_SIZE, ModelStore
@@ -264,7 +264,7 @@ class AwsProvider:
             if current is None:
                 action = "create"
                 missing = True
-            elif _normal(current) != _normal(template):
+            elif template_body(current) != template_body(template):
                 action = "update"
             else:
                 action = "unchanged"
@@ -380,7 +380,7 @@ class AwsProvider:
     def _up_to_date(self, name: str, template: dict[str, Any]) -> bool:
         """The stack runs `template` and has settled (not in progress, not failed)."""
         current = self.stacks.template(name)
-        if current is None or _normal(current) != _normal(template):
+        if current is None or template_body(current) != template_body(template):
             return False
         state = self.stacks.describe(name)
         return state is not None and not state.in_progress and not state.failed
@@ -611,14 +611,16 @@ class AwsProvider:
             result["model_store"] = f"s3://{location.bucket}/{location.prefix}"
         manifest = self.published_manifest()
         if self.single_model:
+            from deploy.lifecycle.single_model import published_key
+
             result["hosting"] = "single-model"
             result["models"] = {
                 str(name): str(model.get("target_model", name))
                 for name, model in ((manifest or {}).get("models") or {}).items()
             }
-            archive = (manifest or {}).get("archive") or {}
-            if archive.get("key"):
-                result["archive"] = SINGLE_MODEL_FOLDER + str(archive["key"])
+            archive_key = published_key(manifest)
+            if archive_key:
+                result["archive"] = archive_key
         else:
             result["models"] = {
                 name: entry.target_model
@@ -684,9 +686,10 @@ class AwsProvider:
         store, prefix = found
         manifest = self.published_manifest()
         if self.single_model:
-            archive = (manifest or {}).get("archive") or {}
-            key = archive.get("key")
-            referenced = {SINGLE_MODEL_FOLDER + str(key)} if key else set()
+            from deploy.lifecycle.single_model import published_key
+
+            archive_key = published_key(manifest)
+            referenced = {archive_key} if archive_key else set()
         else:
             referenced = {
                 entry.target_model
@@ -729,12 +732,6 @@ def failure_reason(events: Sequence[StackEvent], fallback: str) -> str:
 def _event_line(event: StackEvent) -> str:
     reason = f" - {event.reason}" if event.reason else ""
     return f"{event.timestamp:%H:%M:%S} {event.logical_id} {event.status}{reason}"
-
-
-def _normal(template: dict[str, Any]) -> str:
-    import json
-
-    return json.dumps(template, sort_keys=True, separators=(",", ":"))
 
 
 def _say(message: str) -> None:
