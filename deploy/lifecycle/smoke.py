@@ -114,32 +114,24 @@ def smoke_test(
     ) as endpoint:
         for change in changes:
             model = models[change.name]
+            outputs: tuple[str, ...] = ()
             started = time.monotonic()
             try:
                 result = endpoint.infer(
                     change.name, generated_inputs(model), target_model=change.target_model
                 )
             except (ClientError, SmokeTestFailedError) as exc:
-                results.append(
-                    SmokeResult(
-                        change.name,
-                        change.target_model,
-                        ok=False,
-                        seconds=time.monotonic() - started,
-                        outputs=(),
-                        error=str(exc),
-                    )
-                )
-                continue
-            names = tuple(sorted(result))
+                ok, error = False, str(exc)
+            else:
+                ok, outputs, error = True, tuple(sorted(result)), ""
             results.append(
                 SmokeResult(
                     change.name,
                     change.target_model,
-                    ok=True,
+                    ok=ok,
                     seconds=time.monotonic() - started,
-                    outputs=names,
-                    error="",
+                    outputs=outputs,
+                    error=error,
                 )
             )
     return results
