@@ -170,8 +170,12 @@ def bench_up(work: Path) -> dict[str, Any]:
     package = work / "package"
     models = {f"model{i}": os.urandom(2 * 1024 * 1024) for i in range(8)}
     write_package(package, models)
+    # The benchmark's own stage: the project's deploy.toml stages do not apply here.
+    config = work / "deploy.toml"
+    config.write_text("", encoding="utf-8")
     settings = load_settings(
         stage="bench",
+        config_file=config,
         instance_type="ml.m5.xlarge",
         repository=work,
         package_dir=package,
