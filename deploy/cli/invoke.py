@@ -187,6 +187,15 @@ def _inputs_from_json(document: Any, info: ModelInfo | None, where: str) -> dict
             tensors[str(entry["name"])] = Tensor(array, str(entry["datatype"]))
         return tensors
     declared = {spec.name: spec.datatype for spec in info.inputs} if info is not None else {}
+    unknown = sorted(set(document) - set(declared)) if declared else []
+    if unknown:
+        raise InvokeError(
+            f"the model has no input named {', '.join(map(repr, unknown))} "
+            f"(its inputs: {', '.join(declared)})",
+            where=where,
+            fix='use {"NAME": nested list} with those names, '
+            'or the v2 form {"inputs": [{"name", "datatype", "shape", "data"}]}',
+        )
     return {
         name: _array(value, declared.get(name), f"{where}: {name}")
         for name, value in document.items()

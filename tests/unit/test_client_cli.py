@@ -47,6 +47,13 @@ def test_json_v2_form_needs_no_manifest(tmp_path: Path) -> None:
     assert tensor.data.dtype == np.int32
 
 
+def test_json_shorthand_with_unknown_names_lists_the_models_inputs(tmp_path: Path) -> None:
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps({"inputs": {"INPUT0": [1, 2, 3, 4]}}))
+    with pytest.raises(InvokeError, match=r"no input named 'inputs' \(its inputs: INPUT0, TEXT\)"):
+        read_inputs(path, INFO)
+
+
 def test_json_numbers_without_datatype_ask_for_one(tmp_path: Path) -> None:
     path = tmp_path / "in.json"
     path.write_text(json.dumps({"X": [1.5]}))
