@@ -100,15 +100,46 @@ def up(
     out.print(f"local endpoint [bold]{endpoint_name}[/] at {url}")
     for smoke in result.smoke:
         out.print(f"  smoke ok  {smoke.name:<16} {smoke.target_model}  {smoke.seconds:.2f} s")
-    out.print(
-        "call it with boto3:\n"
-        "  import boto3\n"
-        f'  rt = boto3.client("sagemaker-runtime", endpoint_url="{url}", region_name="us-east-1",\n'
-        '                    aws_access_key_id="x", aws_secret_access_key="x")\n'
-        f'  rt.invoke_endpoint(EndpointName="{endpoint_name}", TargetModel="<target_model from '
-        'manifest.json>",\n'
-        '                     ContentType="application/vnd.sagemaker-triton.binary+json;'
-        'json-header-size=N", Body=body)'
+    snippet = url and _boto3_snippet(url, endpoint_name, provider.published_manifest() or {})
+    if snippet:
+        out.print("call it with boto3:", soft_wrap=True)
+        out.print(snippet, markup=False, highlight=False, soft_wrap=True)
+
+
+def _boto3_snippet(url: str, endpoint_name: str, manifest: dict[str, Any]) -> str | None:
+    """A copy-paste boto3 call (v2 JSON body) for the first model of the manifest."""
+    import json
+
+    models = manifest.get("models") or {}
+    if not models:
+        return None
+    name = sorted(models)[0]
+    entry = models[name]
+    batch = [1] if entry.get("max_batch_size", 0) > 0 else []
+    inputs = []
+    for spec in entry.get("inputs", []):
+        shape = batch + [1 if dim < 0 else dim for dim in spec["shape"]]
+        count = 1
+        for dim in shape:
+            count *= dim
+        value: Any = "a" if spec["datatype"] == "BYTES" else 0
+        inputs.append(
+            {
+                "name": spec["name"],
+                "datatype": spec["datatype"],
+                "shape": shape,
+                "data": [value] * count,
+            }
+        )
+    body = json.dumps({"inputs": inputs})
+    return (
+        "import boto3\n"
+        f'rt = boto3.client("sagemaker-runtime", endpoint_url="{url}", region_name="us-east-1",\n'
+        '                  aws_access_key_id="x", aws_secret_access_key="x")\n'
+        f"answer = rt.invoke_endpoint(EndpointName={endpoint_name!r}, "
+        f"TargetModel={entry['target_model']!r},  # {name}\n"
+        f'                            ContentType="application/json", Body={body!r})\n'
+        'print(answer["Body"].read())'
     )
 
 

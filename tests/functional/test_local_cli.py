@@ -43,6 +43,17 @@ def test_up_status_down_local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         )
         assert again.exit_code == 0, again.output
         assert json.loads((tmp_path / ".deploy" / "local" / "local.json").read_text()) == state
+
+        # WHEN the text output's boto3 snippet is pasted THEN the model answers.
+        shown = runner.invoke(
+            app, ["up", "--local", "--repository", str(EXAMPLES), "--package-dir", "build"]
+        )
+        assert shown.exit_code == 0, shown.output
+        snippet = shown.output.split("call it with boto3:\n", 1)[1]
+        printed: list[bytes] = []
+        exec(snippet, {"print": printed.append})
+        answer = json.loads(printed[0])
+        assert [o["name"] for o in answer["outputs"]] == ["OUTPUT0", "OUTPUT1"]
     finally:
         down = runner.invoke(app, ["down", "--local"])
     assert down.exit_code == 0 and "stopped" in down.output
