@@ -202,24 +202,6 @@ def _inputs_from_json(document: Any, info: ModelInfo | None, where: str) -> dict
     }
 
 
-_NUMPY_TYPES = {
-    "BOOL": "bool",
-    "INT8": "int8",
-    "INT16": "int16",
-    "INT32": "int32",
-    "INT64": "int64",
-    "UINT8": "uint8",
-    "UINT16": "uint16",
-    "UINT32": "uint32",
-    "UINT64": "uint64",
-    "FP16": "float16",
-    "FP32": "float32",
-    "FP64": "float64",
-    "BF16": "float32",  # rounded to bfloat16 by the SDK
-    "BYTES": "object",
-}
-
-
 def _array(data: Any, datatype: str | None, where: str) -> np.ndarray[Any, Any]:
     import numpy as np
 
@@ -232,12 +214,16 @@ def _array(data: Any, datatype: str | None, where: str) -> np.ndarray[Any, Any]:
             where=where,
             fix='pass --manifest, or use {"inputs": [{"name", "datatype", "shape", "data"}]}',
         )
-    if datatype not in _NUMPY_TYPES:
+    from deploy.client._dtypes import DATATYPES, FIXED_DTYPES
+
+    if datatype not in DATATYPES:
         raise InvokeError(f"unknown datatype {datatype!r}", where=where)
     try:
         if datatype == "BYTES":
             return np.asarray(data, dtype=object)
-        return np.asarray(data, dtype=_NUMPY_TYPES[datatype])
+        if datatype == "BF16":  # float32, rounded to bfloat16 by the SDK
+            return np.asarray(data, dtype=np.float32)
+        return np.asarray(data, dtype=FIXED_DTYPES[datatype])
     except (TypeError, ValueError, OverflowError) as exc:
         raise InvokeError(f"data is not {datatype}: {exc}", where=where) from exc
 

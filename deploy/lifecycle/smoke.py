@@ -15,24 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from deploy.client._dtypes import FIXED_DTYPES
 from deploy.errors import DeployError
 from deploy.lifecycle.plan import ModelChange
 from deploy.lifecycle.provider import DataPlane
-
-_NUMPY_TYPES: dict[str, Any] = {
-    "BOOL": np.bool_,
-    "UINT8": np.uint8,
-    "UINT16": np.uint16,
-    "UINT32": np.uint32,
-    "UINT64": np.uint64,
-    "INT8": np.int8,
-    "INT16": np.int16,
-    "INT32": np.int32,
-    "INT64": np.int64,
-    "FP16": np.float16,
-    "FP32": np.float32,
-    "FP64": np.float64,
-}
 
 
 class SmokeTestFailedError(DeployError):
@@ -71,12 +57,12 @@ def generated_inputs(model: Mapping[str, Any], *, seed: int = 0) -> dict[str, An
             inputs[spec["name"]] = np.full(shape, b"smoke", dtype=np.object_)
         elif datatype == "BOOL":
             inputs[spec["name"]] = rng.integers(0, 2, size=shape).astype(np.bool_)
-        elif datatype.startswith(("FP", "BF")):
-            inputs[spec["name"]] = rng.random(size=shape, dtype=np.float64).astype(
-                _NUMPY_TYPES.get(datatype, np.float32)
-            )
-        elif datatype in _NUMPY_TYPES:
-            inputs[spec["name"]] = rng.integers(0, 8, size=shape).astype(_NUMPY_TYPES[datatype])
+        elif datatype == "BF16":  # float32, rounded to bfloat16 by the SDK
+            inputs[spec["name"]] = rng.random(size=shape).astype(np.float32)
+        elif datatype.startswith("FP"):
+            inputs[spec["name"]] = rng.random(size=shape).astype(FIXED_DTYPES[datatype])
+        elif datatype in FIXED_DTYPES:
+            inputs[spec["name"]] = rng.integers(0, 8, size=shape).astype(FIXED_DTYPES[datatype])
         else:
             raise SmokeTestFailedError(
                 f"cannot generate input {spec['name']!r} of datatype {datatype}",
