@@ -115,22 +115,20 @@ def _boto3_snippet(url: str, endpoint_name: str, manifest: dict[str, Any]) -> st
         return None
     name = sorted(models)[0]
     entry = models[name]
-    batch = [1] if entry.get("max_batch_size", 0) > 0 else []
-    inputs = []
-    for spec in entry.get("inputs", []):
-        shape = batch + [1 if dim < 0 else dim for dim in spec["shape"]]
-        count = 1
-        for dim in shape:
-            count *= dim
-        value: Any = "a" if spec["datatype"] == "BYTES" else 0
-        inputs.append(
-            {
-                "name": spec["name"],
-                "datatype": spec["datatype"],
-                "shape": shape,
-                "data": [value] * count,
-            }
+    from deploy.lifecycle.smoke import generated_inputs
+
+    # The smoke test's shapes (batch of one, -1 as 1); readable constant values.
+    inputs = [
+        {
+            "name": input_name,
+            "datatype": spec["datatype"],
+            "shape": list(array.shape),
+            "data": ["a" if spec["datatype"] == "BYTES" else 0] * array.size,
+        }
+        for spec, (input_name, array) in zip(
+            entry.get("inputs", []), generated_inputs(entry).items(), strict=True
         )
+    ]
     body = json.dumps({"inputs": inputs})
     return (
         "import boto3\n"
