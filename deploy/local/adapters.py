@@ -3,10 +3,11 @@
 The local tritonserver ships only the python backend. TorchScript
 (`pytorch_libtorch`) and ONNX (`onnxruntime_onnx`) models are served by a
 generated python-backend adapter (`adapter_model.py.tmpl`) that keeps their
-names, datatypes, shapes and batching. TensorRT and TensorFlow models cannot
-be emulated and are refused by name. `KIND_GPU` instance groups stay on the
-GPU where a CUDA device is visible and become `KIND_CPU` (with a warning)
-where none is.
+names, datatypes, shapes and batching. Models of any other backend (TensorRT,
+TensorFlow, DALI, FIL, vLLM, ...) cannot run here and are refused by the
+backend's name, before anything else is said about them. `KIND_GPU` instance
+groups stay on the GPU where a CUDA device is visible and become `KIND_CPU`
+(with a warning) where none is.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ ADAPTED = {
     "onnxruntime_onnx": ("onnxruntime", "model.onnx"),
 }
 _BACKEND_TO_PLATFORM = {backend: platform for platform, (backend, _) in ADAPTED.items()}
-REFUSED = {
+NATIVE = frozenset({"python", "ensemble"})  # what this tritonserver runs itself
+REFUSED = {  # backend or platform -> the name people know it by
     "tensorrt_plan": "TensorRT",
     "tensorflow_graphdef": "TensorFlow",
     "tensorflow_savedmodel": "TensorFlow",
@@ -40,6 +42,18 @@ REFUSED = {
     "tensorflow": "TensorFlow",
     "openvino": "OpenVINO",
     "fil": "FIL",
+    "dali": "DALI",
+    "vllm": "vLLM",
+    "tensorrtllm": "TensorRT-LLM",
+}
+# Triton picks the platform from the model file when a config names none (auto-complete).
+_DEFAULT_FILES = {
+    "model.py": "python",
+    "model.onnx": "onnxruntime_onnx",
+    "model.pt": "pytorch_libtorch",
+    "model.plan": "tensorrt_plan",
+    "model.savedmodel": "tensorflow_savedmodel",
+    "model.graphdef": "tensorflow_graphdef",
 }
 
 
@@ -91,45 +105,99 @@ def adapt_folder(
     configs = [root / "config.pbtxt"] if (root / "config.pbtxt").is_file() else []
     configs += sorted(root.glob("*/config.pbtxt"))
     for path in configs:
-        if not auto_complete:
-            _require_complete(path)
-        _adapt_model(path, devices, report)
+        config = read_config(path)
+        _require_backend(path, config)
+        _check_completion(path, config, auto_complete)
+        _adapt_model(path, config, devices, report)
     return report
 
 
-def _require_complete(path: Path) -> None:
-    config = read_config(path)
+def backend_of(path: Path, config: mc.ModelConfig) -> str:
+    """The config's platform or backend; from the model file when it names neither."""
+    kind = config.platform or config.backend
+    if kind:
+        return str(kind)
+    for version in sorted(p for p in path.parent.iterdir() if p.is_dir() and p.name.isdigit()):
+        for filename, platform in _DEFAULT_FILES.items():
+            if (version / filename).exists():
+                return platform
+    return ""
+
+
+def _require_backend(path: Path, config: mc.ModelConfig) -> None:
+    name = config.name or path.parent.name
+    kind = backend_of(path, config)
+    if kind in NATIVE or kind in ADAPTED or kind in _BACKEND_TO_PLATFORM:
+        return
+    where = f"model {name} ({path})"
+    if not kind:
+        raise LocalEndpointError(
+            "config.pbtxt names no backend or platform and no version folder holds a model "
+            f"file Triton recognises ({', '.join(_DEFAULT_FILES)})",
+            where=where,
+            fix='set `backend` (e.g. backend: "python") in config.pbtxt',
+        )
+    known = f" ({REFUSED[kind]})" if kind in REFUSED else ""
+    field = "platform" if config.platform else "backend"
+    raise LocalEndpointError(
+        f"{field} {kind!r}{known} is not available on the local endpoint: its tritonserver "
+        "has only the python backend, and serves TorchScript and ONNX models through "
+        "adapters",
+        where=where,
+        fix="test this model on a SageMaker endpoint (`deploy up`), or export it to "
+        "TorchScript or ONNX for local runs",
+    )
+
+
+def _check_completion(path: Path, config: mc.ModelConfig, auto_complete: bool) -> None:
+    """Refuse a config that only Triton's auto-completion would make loadable.
+
+    A complete config loads whether or not its model.py defines
+    `auto_complete_config`; without --auto-complete-config the hook is not run,
+    which the log says.
+    """
+    if auto_complete:
+        return
     name = config.name or path.parent.name
     defines_hook = any(
         "def auto_complete_config" in script.read_text(encoding="utf-8", errors="replace")
         for script in path.parent.glob("*/model.py")
     )
     incomplete = config.platform != "ensemble" and not (config.input and config.output)
-    if defines_hook or incomplete:
+    if incomplete:
         raise LocalEndpointError(
-            "the model relies on Triton's config auto-completion"
+            "config.pbtxt declares no "
+            + ("inputs" if not config.input else "outputs")
+            + " and relies on Triton's config auto-completion"
             + (" (model.py defines auto_complete_config)" if defines_hook else ""),
             where=f"model {name} ({path})",
-            fix="complete its config.pbtxt (inputs, outputs), or run the endpoint with "
-            "--auto-complete-config",
+            fix="complete its config.pbtxt (inputs, outputs; `deploy validate --show-config` "
+            "prints the completed config), or run the endpoint with --auto-complete-config",
+        )
+    if defines_hook:
+        log.warning(
+            "model %r: model.py defines auto_complete_config, which this endpoint does not "
+            "run (tritonserver runs with --disable-auto-complete-config); config.pbtxt is "
+            "served as written. Run the endpoint with --auto-complete-config to apply the hook.",
+            name,
         )
 
 
-def _adapt_model(path: Path, cuda_devices: int, report: AdaptReport) -> None:
+def _adapt_model(
+    path: Path, config: mc.ModelConfig, cuda_devices: int, report: AdaptReport
+) -> None:
     folder = path.parent
-    config = read_config(path)
     name = config.name or folder.name
-    kind = config.platform or config.backend
-    if kind in REFUSED:
-        raise LocalEndpointError(
-            f"model {name!r} needs the {REFUSED[kind]} backend ({kind}), which the local "
-            "tritonserver does not have and cannot emulate",
-            where=f"model {name} ({path})",
-            fix="test this model on a SageMaker endpoint (`deploy up`), or export it to "
-            "TorchScript or ONNX for local runs",
-        )
+    kind = backend_of(path, config)
     changed = False
-    platform = config.platform or _BACKEND_TO_PLATFORM.get(config.backend, "")
+    if not (config.platform or config.backend):
+        # What auto-completion would fill in; this tritonserver runs without it.
+        if kind == "python":
+            config.backend = kind
+        else:
+            config.platform = kind
+        changed = True
+    platform = kind if kind in ADAPTED else _BACKEND_TO_PLATFORM.get(kind, "")
     if platform in ADAPTED:
         _write_adapter(folder, config, platform)
         report.adapted[name] = platform

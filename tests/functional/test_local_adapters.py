@@ -104,13 +104,29 @@ def test_gpu_groups_stay_where_cuda_is_visible(tmp_path: Path) -> None:
     assert config.instance_group[0].kind == mc.ModelInstanceGroup.KIND_GPU
 
 
-@pytest.mark.parametrize("platform", ["tensorrt_plan", "tensorflow_savedmodel"])
-def test_backends_without_emulation_are_refused_by_name(tmp_path: Path, platform: str) -> None:
-    config = mc.ModelConfig(name="engine", platform=platform, max_batch_size=1)
+@pytest.mark.parametrize(
+    ("field", "kind", "known"),
+    [
+        ("platform", "tensorrt_plan", "TensorRT"),
+        ("platform", "tensorflow_savedmodel", "TensorFlow"),
+        ("backend", "dali", "DALI"),
+        ("backend", "fil", "FIL"),
+        ("backend", "vllm", "vLLM"),
+        ("backend", "my_custom", ""),
+    ],
+)
+def test_backends_without_emulation_are_refused_by_name(
+    tmp_path: Path, field: str, kind: str, known: str
+) -> None:
+    # No inputs or outputs: the backend is the cause given, not config auto-completion.
+    config = mc.ModelConfig(name="engine", max_batch_size=1, **{field: kind})
     (tmp_path / "engine").mkdir()
     (tmp_path / "engine" / "config.pbtxt").write_text(text_format.MessageToString(config))
-    with pytest.raises(LocalEndpointError, match="model 'engine' needs the Tensor") as caught:
-        adapt_folder(tmp_path, cuda_devices=0)
+    with pytest.raises(LocalEndpointError) as caught:
+        adapt_folder(tmp_path, cuda_devices=0, auto_complete=False)
+    named = f"{field} '{kind}'" + (f" ({known})" if known else "")
+    assert caught.value.message.startswith(f"{named} is not available on the local endpoint")
+    assert "auto-completion" not in str(caught.value)
     assert "engine" in (caught.value.where or "")
 
 
