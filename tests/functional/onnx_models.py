@@ -202,3 +202,47 @@ def batch_counting_model(folder: Path) -> Path:
         ],
     )
     return _save(folder, BATCH_CONFIG, graph)
+
+
+VARIABLE_BATCH_CONFIG = """
+name: "widths"
+platform: "onnxruntime_onnx"
+max_batch_size: 8
+input [ { name: "X" data_type: TYPE_FP32 dims: [ -1 ] } ]
+output [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] },
+         { name: "BATCH" data_type: TYPE_FP32 dims: [ 1 ] } ]
+dynamic_batching { max_queue_delay_microseconds: 5000000 }
+instance_group [ { kind: KIND_CPU count: 1 } ]
+"""
+
+
+def variable_batch_counting_model(folder: Path) -> Path:
+    """Y = 2 * X for rows of any width; BATCH = the batch size of the call."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [
+            helper.make_node("Add", ["X", "X"], ["Y"]),
+            helper.make_node("Mul", ["X", "zero"], ["zeros"]),
+            helper.make_node("Add", ["zeros", "one"], ["ones"]),
+            helper.make_node("Slice", ["ones", "first", "second", "columns"], ["column"]),
+            helper.make_node("ReduceSum", ["column", "rows"], ["total"], keepdims=1),
+            helper.make_node("Shape", ["column"], ["column_shape"]),
+            helper.make_node("Expand", ["total", "column_shape"], ["BATCH"]),
+        ],
+        "widths",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["n", "k"])],
+        [
+            helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["n", "k"]),
+            helper.make_tensor_value_info("BATCH", TensorProto.FLOAT, ["n", 1]),
+        ],
+        [
+            helper.make_tensor("zero", TensorProto.FLOAT, [1], [0.0]),
+            helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0]),
+            helper.make_tensor("first", TensorProto.INT64, [1], [0]),
+            helper.make_tensor("second", TensorProto.INT64, [1], [1]),
+            helper.make_tensor("columns", TensorProto.INT64, [1], [1]),
+            helper.make_tensor("rows", TensorProto.INT64, [1], [0]),
+        ],
+    )
+    return _save(folder, VARIABLE_BATCH_CONFIG, graph)

@@ -1,0 +1,132 @@
+"""Dynamic batching through the adapters: several requests, one model call.
+
+Triton's PyTorch and onnxruntime backends run the requests the dynamic
+batcher gathers as one call (inputs concatenated along the batch dimension,
+outputs split back). The models here report the batch size they were called
+with, so each answer says how many rows its call held.
+"""
+
+from __future__ import annotations
+
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.functional.local_models import folder_files, invoke, runtime_client, write_archive
+from tests.functional.onnx_models import batch_counting_model, variable_batch_counting_model
+
+pytestmark = [pytest.mark.triton, pytest.mark.slow]
+
+# Requests of 1 + 2 + 1 + 4 rows fill max_batch_size 8: the batcher runs them at once.
+BATCH_SIZES = (1, 2, 1, 4)
+
+TORCH_CONFIG = """
+name: "counted_ts"
+platform: "pytorch_libtorch"
+max_batch_size: 8
+input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 3 ] } ]
+output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 2 ] },
+         { name: "OUTPUT__1" data_type: TYPE_FP32 dims: [ 1 ] } ]
+dynamic_batching { max_queue_delay_microseconds: 5000000 }
+instance_group [ { kind: KIND_CPU count: 1 } ]
+"""
+
+
+def torch_batch_counting_model(folder: Path) -> Path:
+    import torch
+
+    class Counted(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = torch.nn.Linear(3, 2)
+
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            rows = x.shape[0]
+            return torch.tanh(self.linear(x)), torch.full((rows, 1), float(rows))
+
+    torch.manual_seed(0)
+    (folder / "1").mkdir(parents=True)
+    (folder / "config.pbtxt").write_text(TORCH_CONFIG)
+    with warnings.catch_warnings():  # TorchScript is deprecated; Triton still serves it
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.jit.script(Counted()).save(str(folder / "1" / "model.pt"))
+    return folder
+
+
+def concurrent_calls(
+    url: str, target: str, name: str, widths: tuple[int, ...] = (3, 3, 3, 3)
+) -> list[tuple[np.ndarray, Any]]:
+    rng = np.random.default_rng(3)
+    inputs = [
+        rng.normal(size=(rows, width)).astype(np.float32)
+        for rows, width in zip(BATCH_SIZES, widths, strict=True)
+    ]
+    clients = [runtime_client(url) for _ in inputs]  # one connection each
+
+    def call(index: int) -> Any:
+        return invoke(clients[index], "local", target, {name: inputs[index]})[1]
+
+    with ThreadPoolExecutor(len(inputs)) as pool:
+        answers = list(pool.map(call, range(len(inputs))))
+    return list(zip(inputs, answers, strict=True))
+
+
+def test_onnx_requests_batched_by_triton_run_as_one_call(
+    local_endpoint: Any, tmp_path: Path
+) -> None:
+    import onnxruntime
+
+    folder = batch_counting_model(tmp_path / "counted")
+    target = "batching/counted.tar.gz"
+    write_archive(local_endpoint.store_dir / target, folder_files(folder, "counted"))
+    session = onnxruntime.InferenceSession(
+        str(folder / "1" / "model.onnx"), providers=["CPUExecutionProvider"]
+    )
+
+    results = concurrent_calls(local_endpoint.url, target, "X")
+
+    for x, outputs in results:
+        # One call held every request's rows...
+        assert outputs["BATCH"].ravel().tolist() == [float(sum(BATCH_SIZES))] * len(x)
+        # ...and each request got back its own rows.
+        np.testing.assert_allclose(outputs["Y"], session.run(["Y"], {"X": x})[0], rtol=1e-6)
+
+
+def test_torchscript_requests_batched_by_triton_run_as_one_call(
+    local_endpoint: Any, tmp_path: Path
+) -> None:
+    import torch
+
+    folder = torch_batch_counting_model(tmp_path / "counted_ts")
+    target = "batching/counted_ts.tar.gz"
+    write_archive(local_endpoint.store_dir / target, folder_files(folder, "counted_ts"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        module = torch.jit.load(str(folder / "1" / "model.pt"))
+
+    results = concurrent_calls(local_endpoint.url, target, "INPUT__0")
+
+    for x, outputs in results:
+        assert outputs["OUTPUT__1"].ravel().tolist() == [float(sum(BATCH_SIZES))] * len(x)
+        expected = module(torch.from_numpy(x))[0].detach().numpy()
+        np.testing.assert_allclose(outputs["OUTPUT__0"], expected, rtol=1e-6)
+
+
+def test_requests_of_different_shapes_run_as_one_call_per_shape(
+    local_endpoint: Any, tmp_path: Path
+) -> None:
+    folder = variable_batch_counting_model(tmp_path / "widths")
+    target = "batching/widths.tar.gz"
+    write_archive(local_endpoint.store_dir / target, folder_files(folder, "widths"))
+
+    # Triton hands all four over together; rows of width 3 and of width 5 cannot be stacked.
+    results = concurrent_calls(local_endpoint.url, target, "X", widths=(3, 5, 3, 5))
+
+    rows_per_width = {3: BATCH_SIZES[0] + BATCH_SIZES[2], 5: BATCH_SIZES[1] + BATCH_SIZES[3]}
+    for x, outputs in results:
+        assert outputs["BATCH"].ravel().tolist() == [float(rows_per_width[x.shape[1]])] * len(x)
+        np.testing.assert_array_equal(outputs["Y"], 2 * x)
