@@ -7,6 +7,7 @@ code (`x-amzn-ErrorType` / botocore's `Error.Code`), its message, and for
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from deploy.client._errors import ClientError, EndpointError, ModelError, ModelNotFoundError
@@ -23,6 +24,19 @@ _NOT_FOUND_HINTS = (
     "failed to download model",
     "not in the store",
     "no archive",
+)
+# Triton's and the SageMaker platform's wording for a model that did not load.
+_LOAD_FAILURE_HINTS = (
+    "load failed",
+    "failed to load",
+    "unable to load",
+    "unavailable state",
+)
+_MISSING_MODULE = re.compile(r"No module named '([^']+)'")
+# Triton: "load failed for model 'm': version 1 is at UNAVAILABLE state: <cause>"
+_LOAD_CAUSES = (
+    re.compile(r"UNAVAILABLE state: (.*)", re.S),
+    re.compile(r"load failed for model '[^']*': (.*)", re.S),
 )
 
 
@@ -46,6 +60,8 @@ def to_exception(answer: ErrorAnswer, *, endpoint: str, model: str) -> ClientErr
             return TransientError(EndpointError(detail, code=code, status=original, where=where))
         if original == 404 or _mentions_missing_model(detail):
             return ModelNotFoundError(detail, where=where)
+        if _mentions_load_failure(detail):
+            return ModelError(detail, status=original, where=where, fix=load_failure_fix(detail))
         return ModelError(
             detail,
             status=original,
@@ -64,6 +80,10 @@ def to_exception(answer: ErrorAnswer, *, endpoint: str, model: str) -> ClientErr
         )
     if code == "ValidationError" and _mentions_missing_model(answer.message):
         return ModelNotFoundError(answer.message, where=where)
+    if code == "ValidationError" and _mentions_load_failure(answer.message):
+        return ModelError(
+            answer.message, status=status, where=where, fix=load_failure_fix(answer.message)
+        )
     if code == "ValidationError" and "endpoint" in answer.message.lower():
         return EndpointError(
             answer.message,
@@ -78,3 +98,26 @@ def to_exception(answer: ErrorAnswer, *, endpoint: str, model: str) -> ClientErr
 def _mentions_missing_model(message: str) -> bool:
     lowered = message.lower()
     return any(hint in lowered for hint in _NOT_FOUND_HINTS)
+
+
+def _mentions_load_failure(message: str) -> bool:
+    lowered = message.lower()
+    return any(hint in lowered for hint in _LOAD_FAILURE_HINTS)
+
+
+def load_failure_fix(message: str) -> str:
+    """Advice for a model that failed to load, naming the cause Triton gave."""
+    missing = _MISSING_MODULE.search(message)
+    if missing:
+        package = missing.group(1).split(".")[0]
+        return (
+            f"the model failed to load because its Python code imports {package!r}, which "
+            "the serving image lacks: ship it in an execution environment (a conda-pack "
+            "archive named by the EXECUTION_ENV_PATH parameter) and re-package the model"
+        )
+    causes = (pattern.search(message) for pattern in _LOAD_CAUSES)
+    cause = next((found for found in causes if found), None)
+    text = (cause.group(1) if cause else message).strip()
+    if len(text) > 300:
+        text = text[:297] + "..."
+    return f"the model failed to load: {text} (the endpoint's log has the details)"

@@ -566,7 +566,7 @@ class FrontEnd:
             return wire.validation_error(str(exc)).encode()
         except ModelLoadError as exc:
             return wire.model_error(
-                target, exc.status, exc.triton_message, self.log_stream
+                target, exc.status, exc.triton_message, self.log_stream, fix=exc.fix
             ).encode()
         except (ServerNotReadyError, LoadTimeoutError) as exc:
             return wire.service_unavailable(str(exc)).encode()

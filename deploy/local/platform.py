@@ -20,6 +20,7 @@ import hashlib
 import http.client
 import json
 import logging
+import re
 import shutil
 import threading
 import time
@@ -38,16 +39,39 @@ log = logging.getLogger(__name__)
 
 
 class ModelLoadError(LocalEndpointError):
-    """Triton refused to load a model; carries Triton's status and message."""
+    """A model could not be loaded: Triton refused it, or this endpoint cannot serve it.
 
-    def __init__(self, target_model: str, status: int, triton_message: str) -> None:
+    Carries the status and message a client gets as OriginalStatusCode and
+    OriginalMessage.
+    """
+
+    def __init__(
+        self, target_model: str, status: int, triton_message: str, *, fix: str | None = None
+    ) -> None:
         super().__init__(
-            f"tritonserver refused to load it ({status}): {triton_message}",
+            f"the model failed to load ({status}): {triton_message}",
             where=f"TargetModel {target_model}",
-            fix="read the tritonserver log; `deploy validate` the model's repository",
+            fix=fix or load_failure_fix(triton_message),
         )
         self.status = status
         self.triton_message = triton_message
+
+
+_MISSING_MODULE = re.compile(r"No module named '([^']+)'")
+
+
+def load_failure_fix(message: str) -> str:
+    """What to do about a load failure, from Triton's message."""
+    missing = _MISSING_MODULE.search(message)
+    if missing:
+        package = missing.group(1).split(".")[0]
+        return (
+            f"model.py imports {package!r}, which the Python of the SageMaker Triton image "
+            "(and of this endpoint's python backend) lacks: ship it in an execution "
+            "environment (a conda-pack archive named by the EXECUTION_ENV_PATH parameter) "
+            "and re-package"
+        )
+    return "read the tritonserver log; `deploy validate` the model's repository"
 
 
 class ServerNotReadyError(LocalEndpointError):
@@ -194,6 +218,18 @@ class ModelPlatform:
                 report = adapt_folder(
                     model_dir, cuda_devices=self.cuda_devices, auto_complete=self.auto_complete
                 )
+            except LocalEndpointError as exc:
+                # A model this endpoint cannot serve fails to load, as Triton would fail it.
+                shutil.rmtree(folder, ignore_errors=True)
+                where = f"{exc.where}: " if exc.where else ""
+                error = ModelLoadError(
+                    target_model,
+                    400,
+                    f"load failed for model {target_model!r}: {where}{exc.message}",
+                    fix=exc.fix,
+                )
+                log.error("%s", error)
+                raise error from exc
             except BaseException:
                 shutil.rmtree(folder, ignore_errors=True)
                 raise
@@ -209,7 +245,9 @@ class ModelPlatform:
             status, body = self._post_load(target_model, name, model_dir)
         if status not in (200, 409):  # 409: already loaded (a reload after a race)
             shutil.rmtree(folder, ignore_errors=True)
-            raise ModelLoadError(target_model, status, body)
+            error = ModelLoadError(target_model, status, body)
+            log.error("%s", error)
+            raise error
         phases["triton_load_s"] = time.perf_counter() - posted
         model = LoadedModel(
             target_model,

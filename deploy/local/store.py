@@ -88,7 +88,11 @@ class DirectoryStore:
 
     def fetch(self, target_model: str, cache: Path) -> Path:
         path = self.root / check_target_model(target_model)
-        if not path.is_file():
+        try:
+            found = path.is_file()
+        except OSError:  # e.g. a name longer than the file system allows: not stored here
+            found = False
+        if not found:
             raise ModelNotInStoreError(
                 f"no archive {target_model!r} in the model store {self.location}",
                 where=f"TargetModel {target_model}",

@@ -47,12 +47,20 @@ def validation_error(message: str) -> AwsErrorReply:
 
 
 def model_error(
-    target_model: str, original_status: int, original_message: str, log_stream: str
+    target_model: str,
+    original_status: int,
+    original_message: str,
+    log_stream: str,
+    *,
+    fix: str | None = None,
 ) -> AwsErrorReply:
+    """SageMaker's ModelError; `fix` (the local endpoint's advice) follows its message."""
     message = (
         f"Received client error ({original_status}) from model {target_model} with message "
         f'"{original_message}". See {log_stream} for more information.'
     )
+    if fix:
+        message += f" Fix: {fix}"
     return AwsErrorReply(
         "ModelError",
         424,
