@@ -24,11 +24,15 @@ MANIFEST_NAME = "manifest.json"
 
 @dataclass(frozen=True, slots=True)
 class TensorSpec:
-    """A declared tensor; `shape` excludes the batch dimension, -1 means any size."""
+    """A declared tensor; `shape` excludes the batch dimension, -1 means any size.
+
+    `optional` inputs (`optional: true` in config.pbtxt) may be left out of a request.
+    """
 
     name: str
     datatype: str
     shape: tuple[int, ...]
+    optional: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,5 +165,8 @@ def _tensors(entries: Any, where: str) -> tuple[TensorSpec, ...]:
         shape = entry.get("shape")
         if not isinstance(shape, list) or not all(type(d) is int and d >= -1 for d in shape):
             raise ManifestError(f"has invalid shape {shape!r}", where=here)
-        specs.append(TensorSpec(entry["name"], datatype, tuple(shape)))
+        optional = entry.get("optional", False)  # absent in older manifests
+        if type(optional) is not bool:
+            raise ManifestError(f"has invalid optional {optional!r}", where=here)
+        specs.append(TensorSpec(entry["name"], datatype, tuple(shape), optional))
     return tuple(specs)

@@ -24,12 +24,13 @@ def check_input_names(info: ModelInfo, names: Iterable[str]) -> None:
             where=f"input {unknown[0]!r}",
             fix=f"its inputs are {', '.join(declared) or 'none'}",
         )
-    missing = [name for name in declared if name not in given]
+    required = [spec.name for spec in info.inputs if not spec.optional]
+    missing = [name for name in required if name not in given]
     if missing:
         raise InvalidInputError(
             f"model {info.name!r} needs input {missing[0]!r}",
             where=f"input {missing[0]!r}",
-            fix=f"pass every input: {', '.join(declared)}",
+            fix=f"pass every required input: {', '.join(required)}",
         )
 
 

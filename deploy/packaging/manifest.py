@@ -8,9 +8,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from deploy.errors import PackagingError
 from deploy.packaging.atomic import atomic_write_bytes
@@ -20,11 +27,22 @@ MANIFEST_FORMAT = 1
 
 
 class TensorEntry(BaseModel):
+    """A declared tensor. `optional` (an input a request may omit) is written only
+    when true, so manifests of models without optional inputs stay as they were."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
     datatype: str
     shape: list[int]
+    optional: bool = False
+
+    @model_serializer(mode="wrap")
+    def _omit_default_optional(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        document: dict[str, Any] = handler(self)
+        if not self.optional:
+            document.pop("optional", None)
+        return document
 
 
 class ManifestEntry(BaseModel):

@@ -252,7 +252,7 @@ def _entry(
         backend=model.backend,
         platform=model.platform,
         max_batch_size=model.max_batch_size,
-        inputs=[TensorEntry(**t.as_dict()) for t in model.inputs],
+        inputs=[TensorEntry(**t.as_dict(), optional=t.optional) for t in model.inputs],
         outputs=[TensorEntry(**t.as_dict()) for t in model.outputs],
         contains=contains,
     )

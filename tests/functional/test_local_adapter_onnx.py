@@ -8,12 +8,15 @@ directly with onnxruntime.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from deploy.client import Endpoint, InvalidInputError
+from deploy.packaging import package_repository
 from tests.functional.local_models import (
     decode,
     folder_files,
@@ -129,3 +132,30 @@ def test_optional_inputs_may_be_left_out(local_endpoint: Any, tmp_path: Path) ->
     np.testing.assert_array_equal(without["Y"], model.run(["Y"], {"X": x})[0])
     np.testing.assert_array_equal(given["Y"], model.run(["Y"], {"X": x, "SCALE": scale})[0])
     assert not np.array_equal(without["Y"], given["Y"])
+
+
+def test_sdk_omits_inputs_the_manifest_marks_optional(local_endpoint: Any, tmp_path: Path) -> None:
+    folder = optional_model(tmp_path / "repo" / "scaled")
+    # GIVEN the repository packaged into a folder of the endpoint's store
+    out = local_endpoint.store_dir / "optional-sdk"
+    package_repository(folder.parent, out)
+    document = json.loads((out / "manifest.json").read_text())
+    entry = document["models"]["scaled"]
+    assert entry["inputs"][1] == {
+        "name": "SCALE",
+        "datatype": "FP32",
+        "shape": [2],
+        "optional": True,
+    }
+    entry["target_model"] = f"optional-sdk/{entry['target_model']}"  # relative to the store
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps(document))
+    x = np.ones((2, 2), dtype=np.float32)
+
+    with Endpoint("local", endpoint_url=local_endpoint.url, manifest=manifest) as endpoint:
+        # WHEN the optional input is left out THEN the model's default is used
+        result = endpoint.infer("scaled", {"X": x})
+        np.testing.assert_array_equal(result["Y"], session(folder).run(["Y"], {"X": x})[0])
+        # and the required one still is required
+        with pytest.raises(InvalidInputError, match="needs input 'X'"):
+            endpoint.infer("scaled", {"SCALE": x})

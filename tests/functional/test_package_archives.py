@@ -137,6 +137,28 @@ def test_manifest_lists_models_with_v2_signatures(tmp_path: Path) -> None:
     assert read_manifest(tmp_path / "out" / "manifest.json") == manifest
 
 
+def test_manifest_marks_optional_inputs_and_only_those(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    config = repo / "m" / "config.pbtxt"
+    config.write_text(
+        config.read_text().replace(
+            "dims: [ 2 ] } ]\noutput",
+            "dims: [ 2 ] },\n  { name: \"MASK\", data_type: TYPE_BOOL, dims: [ 2 ], "
+            "optional: true } ]\noutput",
+        )
+    )
+    package_repository(repo, tmp_path / "out")
+    document = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    # Written only where true: manifests of models without optional inputs are unchanged.
+    assert document["models"]["m"]["inputs"] == [
+        {"name": "X", "datatype": "FP32", "shape": [2]},
+        {"name": "MASK", "datatype": "BOOL", "shape": [2], "optional": True},
+    ]
+    assert document["models"]["m"]["outputs"] == [{"name": "Y", "datatype": "FP32", "shape": [2]}]
+    manifest = read_manifest(tmp_path / "out")
+    assert [t.optional for t in manifest.models["m"].inputs] == [False, True]
+
+
 def test_no_op_rerun_reuses_every_archive_without_rewriting(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     first = package_repository(repo, tmp_path / "out")

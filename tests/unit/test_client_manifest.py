@@ -89,6 +89,10 @@ def test_read_from_directory_or_file(tmp_path: Path) -> None:
             r"models.addsub.inputs\[0\]: has unknown datatype 'FLOAT'",
         ),
         (lambda d: d["models"]["strings"].update(max_batch_size=-1), "invalid max_batch_size"),
+        (
+            lambda d: d["models"]["addsub"]["inputs"][1].update(optional="yes"),
+            r"models.addsub.inputs\[1\]: has invalid optional 'yes'",
+        ),
     ],
 )
 def test_broken_manifest_names_the_field(mutate: Any, message: str) -> None:
@@ -152,6 +156,25 @@ def test_validation_names_the_tensor() -> None:
         prepared("addsub", {"INPUT0": five, "INPUT1": five})
     with pytest.raises(InvalidInputError, match="no output 'OUTPUT9'"):
         prepared("addsub", {"INPUT0": ROW, "INPUT1": ROW}, outputs=["OUTPUT9"])
+
+
+def test_inputs_marked_optional_may_be_omitted() -> None:
+    document = manifest_document()
+    document["models"]["addsub"]["inputs"][1]["optional"] = True
+    manifest = Manifest.parse(document, "m.json")
+    assert [spec.optional for spec in manifest.models["addsub"].inputs] == [False, True]
+
+    request = prepared("addsub", {"INPUT0": ROW}, manifest=manifest)
+
+    assert [i["name"] for i in header(request)["inputs"]] == ["INPUT0"]
+    with pytest.raises(InvalidInputError, match=r"needs input 'INPUT0'.*required input: INPUT0\)"):
+        prepared("addsub", {"INPUT1": ROW}, manifest=manifest)
+
+
+def test_inputs_are_required_in_manifests_that_do_not_say() -> None:
+    assert not any(spec.optional for spec in MANIFEST.models["addsub"].inputs)
+    with pytest.raises(InvalidInputError, match="needs input 'INPUT1'"):
+        prepared("addsub", {"INPUT0": ROW})
 
 
 def test_minus_one_accepts_any_size() -> None:

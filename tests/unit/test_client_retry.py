@@ -118,6 +118,52 @@ def test_other_answers_are_not_retried(answer: ErrorAnswer, kind: type, text: st
     assert "endpoint 'e', model 'm'" in str(error)
 
 
+TRITON_LOAD_FAILURE = (
+    "load failed for model '/opt/ml/models/0a1b/model::m.tar.gz': version 1 is at "
+    "UNAVAILABLE state: Internal: {cause};"
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [
+        (
+            ErrorAnswer(
+                424,
+                "ModelError",
+                "x",
+                original_status=400,
+                original_message=TRITON_LOAD_FAILURE.format(
+                    cause="ModuleNotFoundError: No module named 'transformers.models'"
+                ),
+            ),
+            "imports 'transformers', which the serving image lacks: ship it in an execution "
+            "environment",
+        ),
+        (
+            ErrorAnswer(
+                424,
+                "ModelError",
+                "x",
+                original_status=400,
+                original_message=TRITON_LOAD_FAILURE.format(cause="ValueError: bad weights"),
+            ),
+            "the model failed to load: Internal: ValueError: bad weights",
+        ),
+        (
+            ErrorAnswer(400, "ValidationError", "Failed to load model m on endpoint ep"),
+            "the model failed to load: Failed to load model m on endpoint ep",
+        ),
+    ],
+)
+def test_a_model_that_failed_to_load_is_named_as_such(answer: ErrorAnswer, hint: str) -> None:
+    error = to_exception(answer, endpoint="e", model="m")
+    assert type(error) is ModelError
+    assert error.fix is not None and hint in error.fix
+    assert "check the inputs" not in str(error)
+    assert "check the endpoint name" not in str(error)
+
+
 def test_model_error_keeps_triton_status() -> None:
     error = to_exception(
         ErrorAnswer(424, "ModelError", "x", original_status=400, original_message="bad"),
