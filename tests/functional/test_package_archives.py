@@ -143,7 +143,7 @@ def test_manifest_marks_optional_inputs_and_only_those(tmp_path: Path) -> None:
     config.write_text(
         config.read_text().replace(
             "dims: [ 2 ] } ]\noutput",
-            "dims: [ 2 ] },\n  { name: \"MASK\", data_type: TYPE_BOOL, dims: [ 2 ], "
+            'dims: [ 2 ] },\n  { name: "MASK", data_type: TYPE_BOOL, dims: [ 2 ], '
             "optional: true } ]\noutput",
         )
     )
