@@ -130,6 +130,65 @@ def test_backends_without_emulation_are_refused_by_name(
     assert "engine" in (caught.value.where or "")
 
 
+def test_a_config_without_backend_gets_the_one_its_model_file_implies(tmp_path: Path) -> None:
+    # What Triton's auto-completion fills in; the local tritonserver runs without it.
+    folder = onnx_model(tmp_path / "ox")
+    config = folder / "config.pbtxt"
+    config.write_text(config.read_text().replace('platform: "onnxruntime_onnx"', ""))
+    (tmp_path / "py" / "1").mkdir(parents=True)
+    (tmp_path / "py" / "config.pbtxt").write_text(
+        ONNX_CONFIG.replace('platform: "onnxruntime_onnx"', "").replace('"ox"', '"py"')
+    )
+    (tmp_path / "py" / "1" / "model.py").write_text("class TritonPythonModel:\n    pass\n")
+
+    report = adapt_folder(tmp_path, cuda_devices=0, auto_complete=False)
+
+    assert report.adapted == {"ox": "onnxruntime_onnx"}
+    assert read_config(config).backend == "python"
+    assert read_config(tmp_path / "py" / "config.pbtxt").backend == "python"
+
+
+def test_a_complete_config_is_served_although_model_py_defines_the_hook(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "py" / "1").mkdir(parents=True)
+    (tmp_path / "py" / "config.pbtxt").write_text(
+        ONNX_CONFIG.replace('platform: "onnxruntime_onnx"', 'backend: "python"')
+    )
+    (tmp_path / "py" / "1" / "model.py").write_text(
+        "class TritonPythonModel:\n"
+        "    @staticmethod\n"
+        "    def auto_complete_config(config):\n"
+        "        return config\n"
+    )
+    with caplog.at_level("WARNING"):
+        adapt_folder(tmp_path, cuda_devices=0, auto_complete=False)
+    assert "does not run" in caplog.text
+
+    (tmp_path / "py" / "config.pbtxt").write_text('backend: "python"\n')
+    with pytest.raises(LocalEndpointError, match=r"declares no inputs.*auto_complete_config"):
+        adapt_folder(tmp_path, cuda_devices=0, auto_complete=False)
+    adapt_folder(tmp_path, cuda_devices=0, auto_complete=True)  # Triton completes it
+
+
+@pytest.mark.triton
+@pytest.mark.slow
+def test_onnx_config_and_graph_must_agree_on_tensor_names(
+    local_endpoint: Any, tmp_path: Path
+) -> None:
+    folder = onnx_model(tmp_path / "ox")
+    config = folder / "config.pbtxt"
+    config.write_text(config.read_text().replace('name: "x"', 'name: "features"'))
+    write_archive(
+        local_endpoint.store_dir / "tests" / "misnamed.tar.gz", folder_files(folder, "ox")
+    )
+    runtime = runtime_client(local_endpoint.url)
+    with pytest.raises(runtime.exceptions.ModelError, match=r"declares input 'features'.*\['x'\]"):
+        invoke(
+            runtime, "local", "tests/misnamed.tar.gz", {"features": np.zeros((1, 3), np.float32)}
+        )
+
+
 @pytest.mark.triton
 @pytest.mark.slow
 def test_adapters_answer_like_the_model_files(local_endpoint: Any, tmp_path: Path) -> None:
