@@ -33,6 +33,7 @@ output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 2 ] },
          { name: "OUTPUT__1" data_type: TYPE_FP32 dims: [ 1 ] } ]
 dynamic_batching { max_queue_delay_microseconds: 5000000 }
 instance_group [ { kind: KIND_CPU count: 1 } ]
+parameters { key: "INTRA_OP_THREAD_COUNT" value { string_value: "3" } }
 """
 
 
@@ -114,6 +115,10 @@ def test_torchscript_requests_batched_by_triton_run_as_one_call(
         assert outputs["OUTPUT__1"].ravel().tolist() == [float(sum(BATCH_SIZES))] * len(x)
         expected = module(torch.from_numpy(x))[0].detach().numpy()
         np.testing.assert_allclose(outputs["OUTPUT__0"], expected, rtol=1e-6)
+    # The PyTorch backend's thread parameter is honoured.
+    log = local_endpoint.endpoint.supervisor.log_path.read_text(errors="replace")
+    served = [line for line in log.splitlines() if f"model '{target}' (pytorch_libtorch)" in line]
+    assert served and served[-1].endswith('on cpu with 3 intra-op threads"')
 
 
 def test_requests_of_different_shapes_run_as_one_call_per_shape(
