@@ -205,11 +205,15 @@ def test_traversal_archive_is_refused_and_writes_nothing_outside(
 
 def test_model_needing_config_auto_completion_is_refused_by_name(store: Path, runtime: Any) -> None:
     files = addsub_files("autocomplete")
+    files["autocomplete/config.pbtxt"] = b'backend: "python"\nmax_batch_size: 8\n'
     files["autocomplete/1/model.py"] += (
         b"\n    @staticmethod\n    def auto_complete_config(config):\n        return config\n"
     )
     write_archive(store / "tests" / "autocomplete.tar.gz", files)
-    with pytest.raises(runtime.exceptions.ValidationError, match=r"model autocomplete .*auto"):
+    with pytest.raises(
+        runtime.exceptions.ModelError,
+        match=r"model autocomplete .*declares no inputs .*auto_complete_config",
+    ):
         invoke(runtime, "local", "tests/autocomplete.tar.gz", {"INPUT0": A, "INPUT1": B})
 
 
