@@ -108,6 +108,12 @@ class DeploySettings(BaseSettings):
     region: str = Field("us-east-1", description="AWS region.")
     endpoint_name: str = Field("deploy-triton", description="SageMaker endpoint name.")
     instance_type: str = Field("ml.g5.xlarge", description="SageMaker instance type.")
+    local_port: int = Field(
+        8080,
+        ge=0,
+        le=65535,
+        description="Port of the local endpoint (`deploy serve`, `deploy up --local`); 0: any.",
+    )
     infra: InfraSettings = Field(default_factory=InfraSettings)
 
 

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
     from deploy.client import InferResult, ModelInfo
 
-LOCAL_URL = "http://127.0.0.1:8080"
 LOCAL_ENDPOINT = "local"
 
 
@@ -51,12 +50,17 @@ def invoke(
         bool,
         typer.Option(
             "--local",
-            help=f"Call the local endpoint (`deploy up --local`'s, else {LOCAL_URL}).",
+            help="Call the local endpoint (`deploy serve` or `deploy up --local`; if none is "
+            "recorded here, 127.0.0.1 on the local_port setting).",
         ),
     ] = False,
     manifest: Annotated[
         str | None,
-        typer.Option("--manifest", help="manifest.json path or s3:// URL (default: discover)."),
+        typer.Option(
+            "--manifest",
+            help="manifest.json path or s3:// URL (default: the endpoint's; --local: served "
+            "by the local endpoint).",
+        ),
     ] = None,
     endpoint_url: Annotated[
         str | None, typer.Option("--endpoint-url", help="Runtime URL (local endpoint, proxies).")
@@ -107,17 +111,15 @@ def _target(
 
     if not local:
         return endpoint or load_settings().endpoint_name, endpoint_url, manifest
-    from deploy.local.provider import LocalProvider
+    from deploy.local.state import LOCAL_HOST, read_state
 
     name = endpoint or LOCAL_ENDPOINT
-    provider = LocalProvider(name)
-    state = provider.state()
-    if state is not None:  # started by `deploy up --local`
-        store_manifest = provider.store_dir / "manifest.json"
-        return name, endpoint_url or state.url, manifest or str(store_manifest)
-    # `deploy serve` in another shell: its default port, the packaged store's manifest.
-    package_manifest = load_settings().package_dir / "manifest.json"
-    return name, endpoint_url or LOCAL_URL, manifest or str(package_manifest)
+    if endpoint_url is None:
+        # Started by `deploy serve` or `deploy up --local` in this folder, else the default port.
+        state = read_state(name)
+        endpoint_url = state.url if state else f"http://{LOCAL_HOST}:{load_settings().local_port}"
+    # No manifest: the SDK reads the one the local endpoint serves.
+    return name, endpoint_url, manifest
 
 
 def run_invoke(

@@ -34,7 +34,11 @@ def up(
     endpoint_name: str | None = typer.Option(
         None, "--endpoint-name", help="Endpoint name (local: 'local'; AWS: from settings)."
     ),
-    port: int | None = typer.Option(None, "--port", help="Local front-end port."),
+    port: int | None = typer.Option(
+        None,
+        "--port",
+        help="Local front-end port (default: the local_port setting, 8080; 0: any free port).",
+    ),
     skip_smoke: bool = typer.Option(False, "--skip-smoke", help="Do not smoke-test models."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     stage: str | None = typer.Option(None, "--stage", help="Stage (deploy.toml section)."),
@@ -83,7 +87,7 @@ def up(
     from deploy.local.provider import LocalProvider
 
     settings = load_settings(repository=repository, package_dir=package_dir)
-    provider = LocalProvider(endpoint_name, port=port)
+    provider = LocalProvider(endpoint_name, port=port if port is not None else settings.local_port)
     result = run_up(
         settings,
         provider,
@@ -98,6 +102,7 @@ def up(
         return
     out = console()
     out.print(f"local endpoint [bold]{endpoint_name}[/] at {url}")
+    out.print(f"  tritonserver log {provider.triton_log_path}")
     for smoke in result.smoke:
         out.print(f"  smoke ok  {smoke.name:<16} {smoke.target_model}  {smoke.seconds:.2f} s")
     snippet = url and _boto3_snippet(url, endpoint_name, provider.published_manifest() or {})
@@ -166,16 +171,17 @@ def status(
     out = console()
     out.print(f"local endpoint [bold]{endpoint_name}[/]: {document['status']}")
     if "url" in document:
-        out.print(f"  url {document['url']}  pid {document['pid']}  log {document['log']}")
-    loaded = {m["target_model"]: m for m in document.get("loaded", [])}
-    table = Table("target model", "loaded", "MB", "load s")
-    for target in sorted(set(document.get("available", [])) | set(loaded)):
-        model = loaded.get(target)
+        out.print(f"  url {document['url']}  pid {document['pid']}  store {document['store']}")
+        out.print(f"  tritonserver log {document.get('triton_log') or document['log']}")
+    table = Table("model", "target model", "loaded", "MB", "load s")
+    for model in document.get("models", []):
+        loaded = model["loaded"] and model["bytes"] is not None
         table.add_row(
-            target,
-            "yes" if model else "no",
-            f"{model['bytes'] / 1e6:.1f}" if model else "",
-            f"{model['load_seconds']:.2f}" if model else "",
+            model["name"] or "(superseded)",
+            model["target_model"],
+            "yes" if model["loaded"] else "no",
+            f"{model['bytes'] / 1e6:.1f}" if loaded else "",
+            f"{model['load_seconds']:.2f}" if loaded else "",
         )
     if table.row_count:
         out.print(table)
@@ -204,10 +210,16 @@ def down(
     from deploy.cli.output import console
     from deploy.local.provider import LocalProvider
 
-    stopped = LocalProvider(endpoint_name).stop()
-    console().print(
-        f"local endpoint {endpoint_name} stopped" if stopped else f"{endpoint_name} was not running"
-    )
+    provider = LocalProvider(endpoint_name)
+    stopped = provider.stop()
+    out = console()
+    if stopped is None:
+        out.print(f"{endpoint_name} was not running")
+    else:
+        out.print(f"local endpoint {endpoint_name} stopped")
+    log = Path(stopped.triton_log) if stopped and stopped.triton_log else provider.triton_log_path
+    if log.is_file():
+        out.print(f"  tritonserver log kept: {log}", soft_wrap=True)
 
 
 def prune(

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from deploy.local.state import STATE_DIR
+
 
 def register(app: typer.Typer) -> None:
     app.command("serve")(serve)
@@ -16,7 +18,11 @@ def serve(
     store: str = typer.Argument(
         ..., help="Model store (`deploy package` output or s3://bucket/prefix) or a repository."
     ),
-    port: int = typer.Option(8080, "--port", help="Front-end port (0: any free port)."),
+    port: int | None = typer.Option(
+        None,
+        "--port",
+        help="Front-end port (default: the local_port setting, 8080; 0: any free port).",
+    ),
     host: str = typer.Option("127.0.0.1", "--host", help="Front-end address."),
     endpoint_name: str = typer.Option("local", "--endpoint-name", help="EndpointName to answer."),
     max_loaded_models: int | None = typer.Option(
@@ -36,6 +42,10 @@ def serve(
         Path | None,
         typer.Option("--package-dir", help="Where to package a repository given as STORE."),
     ] = None,
+    state_dir: Annotated[
+        Path,
+        typer.Option("--state-dir", hidden=True, help="Where the running endpoint is recorded."),
+    ] = STATE_DIR,
     mode: Annotated[
         str,
         typer.Option(
@@ -45,13 +55,18 @@ def serve(
         ),
     ] = "multi-model",
 ) -> None:
-    """Serve a model store like a SageMaker multi-model endpoint, until Ctrl-C."""
+    """Serve a model store like a SageMaker multi-model endpoint, until Ctrl-C.
+
+    While it runs, `deploy status/invoke/down --local` find it; tritonserver's
+    log stays in .deploy/local/<endpoint>/ after it stops. A repository given as
+    STORE is packaged into a temporary folder, removed on exit."""
     import logging
 
     from rich.logging import RichHandler
 
+    from deploy.config import load_settings
     from deploy.local.endpoint import EndpointOptions
-    from deploy.local.serve import resolve_store, serve_forever
+    from deploy.local.serve import serve_forever
 
     logging.basicConfig(
         level=logging.INFO,
@@ -61,7 +76,7 @@ def serve(
     options = EndpointOptions(
         endpoint_name=endpoint_name,
         host=host,
-        port=port,
+        port=port if port is not None else load_settings().local_port,
         max_models=max_loaded_models,
         max_bytes=max_loaded_mb * 1024 * 1024 if max_loaded_mb else None,
         max_payload=int(max_payload_mb * 1024 * 1024),
@@ -71,8 +86,8 @@ def serve(
     if mode == "single-model":
         from deploy.local.single_model import serve_single_model_forever
 
-        serve_single_model_forever(Path(store), options)
+        serve_single_model_forever(Path(store), options, state_dir=state_dir)
         return
     if mode != "multi-model":
         raise typer.BadParameter("use multi-model or single-model", param_hint="--mode")
-    serve_forever(resolve_store(store, package_dir=package_dir), options)
+    serve_forever(store, options, package_dir=package_dir, state_dir=state_dir)

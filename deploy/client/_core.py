@@ -30,6 +30,10 @@ from deploy.client._validate import check_input_names, check_outputs, check_payl
 # SageMaker real-time InvokeEndpoint accepts at most 6 MB of payload.
 DEFAULT_MAX_PAYLOAD = 6 * 1024 * 1024
 _ARCHIVE_SUFFIX = ".tar.gz"
+# Where the local endpoint (`deploy serve`) serves its store's manifest; SageMaker's
+# runtime has no such path, so elsewhere the GET simply fails and names stay unresolved.
+ENDPOINT_MANIFEST_PATH = "/deploy/manifest.json"
+_ENDPOINT_MANIFEST_TIMEOUT = 10.0
 
 ManifestLocation = str | Path | Manifest | None
 
@@ -39,8 +43,10 @@ class ManifestSource:
 
     Discovery follows the endpoint to its model data URL (DescribeEndpoint →
     DescribeEndpointConfig → DescribeModel → ModelDataUrl) and reads
-    `manifest.json` there. A failed discovery is not an error by itself: names
-    that are already TargetModels still work; `reason` says what went wrong.
+    `manifest.json` there; with an `endpoint_url` it then asks that URL for
+    `/deploy/manifest.json` (what the local endpoint serves). A failed
+    discovery is not an error by itself: names that are already TargetModels
+    still work; `reason` says what went wrong.
     """
 
     def __init__(
@@ -50,9 +56,11 @@ class ManifestSource:
         endpoint: str,
         client_factory: Callable[[str], Any],
         discover: bool = True,
+        endpoint_url: str | None = None,
     ) -> None:
         self._location = location
         self._discover_allowed = discover
+        self._endpoint_url = endpoint_url
         self._endpoint = endpoint
         self._client = client_factory
         self._cached: Manifest | None = location if isinstance(location, Manifest) else None
@@ -103,14 +111,25 @@ class ManifestSource:
         return Manifest.from_bytes(raw, url)
 
     def _discover(self) -> Manifest | None:
+        reasons = []
+        if self._discover_allowed:
+            manifest, reason = self._from_control_plane()
+            if manifest is not None:
+                return manifest
+            reasons.append(reason)
+        if self._endpoint_url is not None:
+            manifest, reason = self._from_endpoint_url(self._endpoint_url)
+            if manifest is not None:
+                return manifest
+            reasons.append(reason)
+        if not reasons:
+            reasons.append("no manifest was given")
+        self.reason = "; ".join(reasons)
+        return None
+
+    def _from_control_plane(self) -> tuple[Manifest | None, str]:
         from botocore.exceptions import BotoCoreError, ClientError
 
-        if not self._discover_allowed:
-            self.reason = (
-                "no manifest was given, and discovery is skipped for an endpoint_url "
-                "without a SageMaker control plane (AWS_ENDPOINT_URL[_SAGEMAKER])"
-            )
-            return None
         try:
             sagemaker = self._client("sagemaker")
             endpoint = sagemaker.describe_endpoint(EndpointName=self._endpoint)
@@ -120,10 +139,26 @@ class ManifestSource:
             model = sagemaker.describe_model(ModelName=config["ProductionVariants"][0]["ModelName"])
             container = model.get("PrimaryContainer") or model["Containers"][0]
             url = manifest_url_for(container["ModelDataUrl"])
-            return self._read_s3(url)
+            return self._read_s3(url), ""
         except (BotoCoreError, ClientError, ManifestError, KeyError, IndexError) as exc:
-            self.reason = f"could not find the manifest of endpoint {self._endpoint!r}: {exc}"
-            return None
+            return None, f"could not find the manifest of endpoint {self._endpoint!r}: {exc}"
+
+    def _from_endpoint_url(self, endpoint_url: str) -> tuple[Manifest | None, str]:
+        """The manifest a local endpoint serves (standard library HTTP: no dependency)."""
+        import urllib.error
+        import urllib.request
+
+        url = endpoint_url.rstrip("/") + ENDPOINT_MANIFEST_PATH
+        request = urllib.request.Request(url, headers={"Accept": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=_ENDPOINT_MANIFEST_TIMEOUT) as response:
+                raw = response.read()
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            return None, f"{url} gave no manifest ({exc})"
+        try:
+            return Manifest.from_bytes(raw, url), ""
+        except ManifestError as exc:
+            return None, str(exc)
 
 
 @dataclass(frozen=True, slots=True)

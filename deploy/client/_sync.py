@@ -37,8 +37,9 @@ class Endpoint:
     """A SageMaker endpoint serving Triton models, called with numpy arrays.
 
     `manifest` locates the model store's manifest.json (a path, an
-    `s3://bucket/prefix/manifest.json` URL, or None to discover it from the
-    endpoint's model data URL). `timeout` bounds each call (seconds);
+    `s3://bucket/prefix/manifest.json` URL, or None to discover it: from the
+    endpoint's model data URL, or from `endpoint_url` itself, which the local
+    endpoint answers with its manifest). `timeout` bounds each call (seconds);
     `retries` is a `RetryPolicy` (or a number of attempts) for transient
     failures. `client` injects a ready sagemaker-runtime client (tests,
     custom transports). With `endpoint_url` and no AWS credentials, requests
@@ -74,7 +75,11 @@ class Endpoint:
         # unless a control-plane URL is configured too (the moto server, a proxy).
         discover = endpoint_url is None or any(os.environ.get(name) for name in _CONTROL_PLANE_ENV)
         self._manifest = ManifestSource(
-            location, endpoint=name, client_factory=self._aws_client, discover=discover
+            location,
+            endpoint=name,
+            client_factory=self._aws_client,
+            discover=discover,
+            endpoint_url=endpoint_url,
         )
 
     # -- public surface -------------------------------------------------------------

@@ -43,6 +43,7 @@ class EndpointOptions:
     invoke_timeout: float = 60.0
     verbose: bool = False
     auto_complete_config: bool = False  # Triton's config auto-completion (slower loads)
+    triton_log: Path | None = None  # None: in the work folder (removed on stop)
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
@@ -72,6 +73,7 @@ class LocalEndpoint:
             port=self.options.triton_port,
             verbose=self.options.verbose,
             auto_complete=self.options.auto_complete_config,
+            log_path=self.options.triton_log,
         )
         self.platform = ModelPlatform(
             self.store,
@@ -93,6 +95,7 @@ class LocalEndpoint:
             model_wait=self.options.model_wait,
             invoke_timeout=self.options.invoke_timeout,
             log_path=str(self.supervisor.log_path),
+            manifest=self.store.manifest,
         )
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -3,6 +3,7 @@
     POST /endpoints/{EndpointName}/invocations   InvokeEndpoint (TargetModel header)
     GET  /ping                                   health
     GET  /models                                 loaded and available models (status)
+    GET  /deploy/manifest.json                   the store's manifest (logical names)
 
 The hot path is kept small because client, front end and Triton share the
 CPU: httptools parses requests, only the headers the endpoint uses are kept,
@@ -24,6 +25,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 from urllib.parse import unquote
 
 import httptools
@@ -375,8 +377,10 @@ class FrontEnd:
         model_wait: float = 120.0,
         invoke_timeout: float = 60.0,
         log_path: str = "tritonserver.log",
+        manifest: Callable[[], dict[str, Any] | None] = lambda: None,
     ) -> None:
         self.platform = platform
+        self.manifest = manifest
         self.server_ready = server_ready
         self.server_generation = server_generation
         self.endpoint_name = endpoint_name
@@ -425,9 +429,25 @@ class FrontEnd:
             )
             listing["endpoint_name"] = self.endpoint_name
             return 200, [("Content-Type", "application/json")], json.dumps(listing).encode()
+        if path == wire.MANIFEST_ROUTE.encode() and request.method == b"GET":
+            return await self._manifest()
         return wire.AwsErrorReply(
             "UnknownOperationException", 404, f"no operation at {path.decode('latin-1')}"
         ).encode()
+
+    async def _manifest(self) -> Reply:
+        """The manifest the endpoint serves from (file or S3 I/O: off the loop)."""
+        try:
+            document = await asyncio.get_running_loop().run_in_executor(
+                self._executor, self.manifest
+            )
+        except LocalEndpointError as exc:
+            return wire.AwsErrorReply("InternalFailure", 500, str(exc)).encode()
+        if document is None:
+            return wire.AwsErrorReply(
+                "ResourceNotFound", 404, "the model store has no manifest.json"
+            ).encode()
+        return 200, [("Content-Type", "application/json")], json.dumps(document).encode()
 
     async def _invoke(self, request: _Request, endpoint: str) -> Reply:
         if endpoint != self.endpoint_name:

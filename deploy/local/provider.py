@@ -4,9 +4,9 @@ Implements `deploy.lifecycle.provider.Provider` so `deploy up --local` runs
 the same stages as `deploy up` on AWS. "Upload" links the package's archives
 into a store folder under `.deploy/local/<endpoint>/store`, "provision"
 starts `deploy serve` on that store as a detached background process, and
-"publish" writes the manifest there. The process is recorded in the state
-file `.deploy/local/<endpoint>.json` (pid, port, url, log, store), which
-`status` reads and `down` uses to stop it.
+"publish" writes the manifest there. The running endpoint is recorded in the
+state file of `deploy.local.state` (which `deploy serve` also writes), so
+`status` and `down` see an endpoint started either way.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ import signal
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from deploy._files import atomic_write_bytes, pid_exists
+from deploy._files import atomic_write_bytes
 from deploy.errors import LocalEndpointError
 from deploy.lifecycle.plan import InfraSpec, ModelChange
 from deploy.lifecycle.provider import (
@@ -35,32 +35,21 @@ from deploy.lifecycle.provider import (
     Reporter,
     UploadOutcome,
 )
+from deploy.local.state import (
+    LOCAL_HOST,
+    STATE_DIR,
+    LocalState,
+    alive,
+    check_port_free,
+    endpoint_dir,
+    read_state,
+    state_path,
+    triton_log_path,
+    write_state,
+)
 from deploy.local.store import MANIFEST
 from deploy.local.supervisor import free_port
-
-STATE_DIR = Path(".deploy") / "local"
-
-
-@dataclass
-class LocalState:
-    endpoint_name: str
-    pid: int
-    port: int
-    url: str
-    log: str
-    store: str
-    started_at: float
-
-
-def _alive(pid: int) -> bool:
-    if not pid_exists(pid):
-        return False
-    # A zombie child of this process counts as gone.
-    with contextlib.suppress(ChildProcessError):
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        if done == pid:
-            return False
-    return True
+from deploy.local.wire import MANIFEST_ROUTE
 
 
 def _get(url: str, path: str, timeout: float = 2.0) -> tuple[int, bytes]:
@@ -84,33 +73,34 @@ class LocalProvider:
         endpoint_name: str = "local",
         *,
         state_dir: Path = STATE_DIR,
-        port: int | None = None,
+        port: int = 0,
         max_loaded_models: int | None = None,
     ) -> None:
         self.endpoint_name = endpoint_name
         self.state_dir = state_dir
-        self.port = port
+        self.port = port  # 0: any free port
         self.max_loaded_models = max_loaded_models
-        self.store_dir = state_dir / endpoint_name / "store"
-        self.state_path = state_dir / f"{endpoint_name}.json"
-        self.log_path = state_dir / endpoint_name / "serve.log"
+        self.store_dir = endpoint_dir(endpoint_name, state_dir) / "store"
+        self.state_path = state_path(endpoint_name, state_dir)
+        self.log_path = endpoint_dir(endpoint_name, state_dir) / "serve.log"
+        self.triton_log_path = triton_log_path(endpoint_name, state_dir)
 
     # -- state ---------------------------------------------------------------
     def state(self) -> LocalState | None:
-        """The recorded background endpoint, or None (removing a stale record)."""
-        if not self.state_path.is_file():
-            return None
-        try:
-            state = LocalState(**json.loads(self.state_path.read_text(encoding="utf-8")))
-        except (ValueError, TypeError) as exc:
+        """The running endpoint (started by `deploy up --local` or `deploy serve`), or None."""
+        return read_state(self.endpoint_name, self.state_dir)
+
+    def _ours(self) -> LocalState | None:
+        """The running endpoint, refusing one that serves another store (`deploy serve`)."""
+        state = self.state()
+        if state is not None and Path(state.store).resolve() != self.store_dir.resolve():
             raise LocalEndpointError(
-                f"state file is unreadable: {exc}",
-                where=str(self.state_path),
-                fix="stop the process by hand if it runs, then delete the file",
-            ) from exc
-        if not _alive(state.pid):
-            self.state_path.unlink(missing_ok=True)
-            return None
+                f"endpoint {self.endpoint_name!r} at {state.url} is `deploy serve` of "
+                f"{state.store}, not the store `deploy up --local` publishes to",
+                where=f"local endpoint {self.endpoint_name} (pid {state.pid})",
+                fix="stop it (`deploy down --local`, or Ctrl-C where it runs), "
+                "or pass another --endpoint-name",
+            )
         return state
 
     # -- Provider protocol -------------------------------------------------------
@@ -136,7 +126,7 @@ class LocalProvider:
         return result
 
     def plan_infra(self, desired: InfraSpec) -> InfraPlan:
-        current = self.state()
+        current = self._ours()
         return InfraPlan(
             action="none" if current is not None else "create",
             current=None,
@@ -193,10 +183,11 @@ class LocalProvider:
     # -- background process ------------------------------------------------------
     def start(self, *, timeout_s: float = 60.0) -> LocalState:
         """Start `deploy serve` on the store in the background (once)."""
-        existing = self.state()
+        existing = self._ours()
         if existing is not None:
             return existing
         self.store_dir.mkdir(parents=True, exist_ok=True)
+        check_port_free(LOCAL_HOST, self.port)
         port = self.port or free_port()
         command = [
             sys.executable,
@@ -208,6 +199,8 @@ class LocalProvider:
             str(port),
             "--endpoint-name",
             self.endpoint_name,
+            "--state-dir",
+            str(self.state_dir.resolve()),
         ]
         if self.max_loaded_models:
             command += ["--max-loaded-models", str(self.max_loaded_models)]
@@ -231,16 +224,19 @@ class LocalProvider:
             ],
             setsid=True,
         )
+        # Recorded now so `down` can stop it while it starts; `deploy serve` rewrites
+        # the record (same pid) once it listens.
         state = LocalState(
             endpoint_name=self.endpoint_name,
             pid=pid,
             port=port,
-            url=f"http://127.0.0.1:{port}",
+            url=f"http://{LOCAL_HOST}:{port}",
             log=str(self.log_path.resolve()),
             store=str(self.store_dir.resolve()),
             started_at=time.time(),
+            triton_log=str(self.triton_log_path.resolve()),
         )
-        atomic_write_bytes(self.state_path, json.dumps(asdict(state), indent=2).encode("utf-8"))
+        write_state(state, self.state_dir)
         try:
             self._wait_ready(state, timeout_s)
         except LocalEndpointError:
@@ -251,7 +247,7 @@ class LocalProvider:
     def _wait_ready(self, state: LocalState, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if not _alive(state.pid):
+            if not alive(state.pid):
                 raise LocalEndpointError(
                     "the local endpoint exited while starting",
                     where=state.log,
@@ -268,34 +264,42 @@ class LocalProvider:
         )
 
     def status(self) -> dict[str, Any]:
+        """The endpoint's record, its `/models` listing, and `models`: each logical
+        name of the manifest it serves with its current TargetModel and load state."""
         state = self.state()
         if state is None:
             return {"endpoint_name": self.endpoint_name, "status": "NotRunning"}
         document: dict[str, Any] = {"status": "InService", **asdict(state)}
         try:
             status, body = _get(state.url, "/models")
+            manifest_status, manifest_body = _get(state.url, MANIFEST_ROUTE)
         except OSError as exc:
             document["status"] = f"Unreachable ({exc})"
             return document
         if status == 200:
             document.update(json.loads(body))
+        manifest = json.loads(manifest_body) if manifest_status == 200 else {}
+        document["models"] = _models(manifest, document.get("loaded", []))
         return document
 
-    def stop(self, *, timeout_s: float = 20.0) -> bool:
-        """SIGINT the background endpoint, SIGKILL after `timeout_s`; False if none ran."""
+    def stop(self, *, timeout_s: float = 20.0) -> LocalState | None:
+        """SIGINT the endpoint, SIGKILL after `timeout_s`; what was stopped, or None."""
         state = self.state()
         if state is None:
-            return False
+            return None
         with contextlib.suppress(ProcessLookupError):
             os.kill(state.pid, signal.SIGINT)
         deadline = time.monotonic() + timeout_s
-        while _alive(state.pid) and time.monotonic() < deadline:
+        while alive(state.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if _alive(state.pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(state.pid, signal.SIGKILL)
+        if alive(state.pid):
+            try:
+                os.killpg(state.pid, signal.SIGKILL)  # `deploy up --local`'s: its own group
+            except ProcessLookupError:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(state.pid, signal.SIGKILL)
         self.state_path.unlink(missing_ok=True)
-        return True
+        return state
 
     def _view(self, state: LocalState) -> EndpointView:
         return EndpointView(
@@ -306,3 +310,34 @@ class LocalProvider:
             instance_count=1,
             extra={"url": state.url, "pid": state.pid, "log": state.log},
         )
+
+
+def _models(manifest: dict[str, Any], loaded: list[Any]) -> list[dict[str, Any]]:
+    """Logical models (manifest order by name) with their TargetModel and load state;
+    loaded TargetModels the manifest no longer names follow, with no name."""
+    by_target = {m["target_model"]: m for m in loaded if isinstance(m, dict)}
+    loaded_names = {m for m in loaded if isinstance(m, str)}  # single-model: model names
+    rows = []
+    for name, entry in sorted((manifest.get("models") or {}).items()):
+        target = entry.get("target_model", "")
+        model = by_target.pop(target, None)
+        rows.append(
+            {
+                "name": name,
+                "target_model": target,
+                "loaded": model is not None or name in loaded_names,
+                "bytes": model["bytes"] if model else None,
+                "load_seconds": model["load_seconds"] if model else None,
+            }
+        )
+    for target, model in sorted(by_target.items()):
+        rows.append(
+            {
+                "name": None,
+                "target_model": target,
+                "loaded": True,
+                "bytes": model["bytes"],
+                "load_seconds": model["load_seconds"],
+            }
+        )
+    return rows

@@ -28,7 +28,8 @@ from deploy.local import wire
 from deploy.local.endpoint import EndpointOptions, LocalEndpoint
 from deploy.local.frontend import FrontEnd, Reply, UpstreamError, _Request
 from deploy.local.platform import ModelPlatform
-from deploy.local.serve import serve_until_signal
+from deploy.local.serve import prepare_record, record, serve_until_signal
+from deploy.local.state import STATE_DIR
 from deploy.local.supervisor import TritonSupervisor
 from deploy.neuron.router import (
     DEFAULT_ROUTER_INSTANCES,
@@ -162,6 +163,7 @@ class SingleModelEndpoint(LocalEndpoint):
             router,
             port=self.options.triton_port,
             verbose=self.options.verbose,
+            log_path=self.options.triton_log,
         )
         self.models = _Models(self.supervisor, self.manifest)
         self.frontend = SingleModelFrontEnd(
@@ -171,6 +173,7 @@ class SingleModelEndpoint(LocalEndpoint):
             max_payload=self.options.max_payload,
             invoke_timeout=self.options.invoke_timeout,
             log_path=str(self.supervisor.log_path),
+            manifest=lambda: self.manifest,
         )
         self.port = 0
         self._loop = None
@@ -185,9 +188,14 @@ class SingleModelEndpoint(LocalEndpoint):
 
 
 def serve_single_model_forever(
-    repository: Path, options: EndpointOptions, ready: threading.Event | None = None
+    repository: Path,
+    options: EndpointOptions,
+    ready: threading.Event | None = None,
+    *,
+    state_dir: Path | None = STATE_DIR,
 ) -> None:
     """`deploy serve --mode single-model`: run until SIGINT/SIGTERM, then stop."""
+    prepare_record(options, state_dir)
 
     def started(endpoint: SingleModelEndpoint) -> None:
         log.info(
@@ -199,5 +207,12 @@ def serve_single_model_forever(
             endpoint.manifest_path,
             endpoint.supervisor.log_path,
         )
+        if state_dir is not None:
+            record(endpoint, str(repository), state_dir)
 
-    serve_until_signal(lambda: SingleModelEndpoint(repository, options=options), started, ready)
+    serve_until_signal(
+        lambda: SingleModelEndpoint(repository, options=options),
+        started,
+        ready,
+        state_dir=state_dir,
+    )

@@ -95,10 +95,11 @@ class TritonSupervisor:
         install: TritonInstall | None = None,
         environment: dict[str, str] | None = None,
         auto_complete: bool = False,
+        log_path: Path | None = None,
     ) -> None:
         self.workdir = workdir
         self.port = port or free_port()
-        self.log_path = workdir / "tritonserver.log"
+        self.log_path = log_path or workdir / "tritonserver.log"
         self.startup_timeout = startup_timeout
         self.stop_timeout = stop_timeout
         self.max_restarts = max_restarts
@@ -152,6 +153,7 @@ class TritonSupervisor:
                 )
             self._started = True
         self.workdir.mkdir(parents=True, exist_ok=True)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._spawn()
         self._wait_until_ready()
         self._watcher = threading.Thread(target=self._watch, name="triton-watch", daemon=True)

@@ -21,6 +21,9 @@ INVOKED_VARIANT = "x-Amzn-Invoked-Production-Variant"
 DEFAULT_VARIANT = "AllTraffic"
 DEFAULT_MAX_PAYLOAD = 6 * 1024 * 1024  # SageMaker's real-time InvokeEndpoint limit
 LOCAL_ACCOUNT = "000000000000"
+# The local endpoint's manifest (not part of SageMaker's API; its paths are
+# /endpoints/..., /ping and /invocations). The SDK reads it when given an endpoint_url.
+MANIFEST_ROUTE = "/deploy/manifest.json"
 
 
 @dataclass

@@ -194,13 +194,17 @@ def test_class_count_defaults_to_every_declared_output() -> None:
     assert names == ["OUTPUT0", "OUTPUT1"]
 
 
-def test_no_discovery_against_a_bare_runtime_url(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_control_plane_discovery_against_a_bare_runtime_url(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from deploy.client import Endpoint
 
     for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SAGEMAKER"):
         monkeypatch.delenv(name, raising=False)
     endpoint = Endpoint("local", endpoint_url="http://127.0.0.1:9")
-    with pytest.raises(ModelNotFoundError, match="discovery is skipped") as caught:
+    # Only the URL itself is asked (the local endpoint's manifest route); nothing answers.
+    match = r"http://127.0.0.1:9/deploy/manifest.json gave no manifest"
+    with pytest.raises(ModelNotFoundError, match=match) as caught:
         endpoint.infer("addsub", {"INPUT0": ROW})
     assert "pass manifest=" in str(caught.value)
     assert endpoint.model_info("addsub") is None
