@@ -210,14 +210,18 @@ def down(
     from deploy.cli.output import console
     from deploy.local.provider import LocalProvider
 
-    provider = LocalProvider(endpoint_name)
-    stopped = provider.stop()
+    local_provider = LocalProvider(endpoint_name)
+    stopped = local_provider.stop()
     out = console()
     if stopped is None:
         out.print(f"{endpoint_name} was not running")
     else:
         out.print(f"local endpoint {endpoint_name} stopped")
-    log = Path(stopped.triton_log) if stopped and stopped.triton_log else provider.triton_log_path
+    log = (
+        Path(stopped.triton_log)
+        if stopped and stopped.triton_log
+        else local_provider.triton_log_path
+    )
     if log.is_file():
         out.print(f"  tritonserver log kept: {log}", soft_wrap=True)
 

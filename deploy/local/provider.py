@@ -127,6 +127,8 @@ class LocalProvider:
 
     def plan_infra(self, desired: InfraSpec) -> InfraPlan:
         current = self._ours()
+        if current is None:
+            check_port_free(LOCAL_HOST, self.port)  # before anything is uploaded
         return InfraPlan(
             action="none" if current is not None else "create",
             current=None,

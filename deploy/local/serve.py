@@ -148,7 +148,7 @@ def prepare_record(options: EndpointOptions, state_dir: Path | None) -> None:
             fix="stop it with `deploy down --local`, or pass another --endpoint-name",
         )
     if options.triton_log is None:
-        options.triton_log = rotate_log(triton_log_path(options.endpoint_name, state_dir))
+        options.triton_log = rotate_log(triton_log_path(options.endpoint_name, state_dir).resolve())
 
 
 def record(endpoint: LocalEndpoint, store: str, state_dir: Path) -> LocalState:

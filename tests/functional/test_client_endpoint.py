@@ -24,6 +24,7 @@ from deploy.client import (
     Endpoint,
     EndpointError,
     InvalidInputError,
+    Manifest,
     ModelError,
     ModelNotFoundError,
     RetryPolicy,
@@ -121,7 +122,9 @@ def test_wrong_input_is_refused_before_sending(endpoint: Endpoint) -> None:
 def test_triton_rejection_is_a_model_error(local: Any, manifest_path: Path) -> None:
     target = json.loads(manifest_path.read_text())["models"]["addsub"]["target_model"]
     bad = np.zeros((1, 5), np.float32)
-    with Endpoint(local.endpoint_name, endpoint_url=local.url, manifest=None) as bare:
+    # A manifest that declares nothing: the SDK checks no shapes, Triton does.
+    nothing = Manifest("multi-model", {}, "nothing")
+    with Endpoint(local.endpoint_name, endpoint_url=local.url, manifest=nothing) as bare:
         with pytest.raises(ModelError) as caught:
             bare.infer(target, {"INPUT0": bad, "INPUT1": bad})
         assert caught.value.status == 400

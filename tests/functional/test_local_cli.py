@@ -18,6 +18,7 @@ pytestmark = [pytest.mark.triton, pytest.mark.slow]
 def test_up_status_down_local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("deploy.packaging")
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DEPLOY_LOCAL_PORT", "0")  # any free port: the machine is shared
     runner = CliRunner()
     up = runner.invoke(
         app,
