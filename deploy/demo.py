@@ -1,18 +1,20 @@
 """`make demo`: the examples on a local SageMaker multi-model endpoint.
 
-Packages `model_packages/examples`, starts the local endpoint (the real
+Packages `model_packages/examples` into `build/models` (what the README's
+first run serves), starts the local endpoint on a free port (the real
 tritonserver behind the SageMaker front end), calls every example model
 through the client SDK (`deploy.client.Endpoint`, over boto3's
-sagemaker-runtime client), prints what came back, and stops.
+sagemaker-runtime client), prints what came back, stops, and says what to
+run next.
 
-    python -m deploy.demo [--repository DIR] [--keep-store DIR]
+    python -m deploy.demo [--repository DIR] [--store DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -133,22 +135,42 @@ def render(rows: list[dict[str, Any]], seconds: float) -> None:
     console.print(f"{len(rows)} models answered in {seconds:.1f} s; the endpoint is stopped.")
 
 
+def next_steps(store: Path) -> str:
+    """What to run after the demo: the README's first run, shortened."""
+    from deploy.config import load_settings
+
+    lines = []
+    if sys.prefix != sys.base_prefix and os.environ.get("VIRTUAL_ENV") != sys.prefix:
+        activate = Path(sys.prefix) / "bin" / "activate"
+        if activate.is_relative_to(Path.cwd()):
+            activate = activate.relative_to(Path.cwd())
+        lines.append(f"source {activate}")
+    port = load_settings().local_port
+    lines += [
+        f"deploy serve {store}        # the endpoint on port {port}, until Ctrl-C",
+        "deploy invoke addsub --input in.npz --local   # in a second terminal",
+        "deploy status --local",
+    ]
+    body = "\n".join(f"  {line}" for line in lines)
+    return f"next (README.md, First run; in.npz is made there):\n{body}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repository", type=Path, default=EXAMPLES)
-    parser.add_argument("--keep-store", type=Path, default=None, help="package here and keep it")
+    parser.add_argument(
+        "--store", type=Path, default=Path("build/models"), help="package here (kept)"
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     try:
-        if args.keep_store is not None:
-            rows = run(args.repository, args.keep_store)
-        else:
-            with tempfile.TemporaryDirectory(prefix="deploy-demo-") as tmp:
-                rows = run(args.repository, Path(tmp) / "store")
+        rows = run(args.repository, args.store)
     except DeployError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     render(rows, time.perf_counter() - started)
+    print(f"\nthe packaged models stay in {args.store}")
+    print(next_steps(args.store))
     return 0
 
 
