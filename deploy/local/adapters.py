@@ -22,9 +22,9 @@ from pathlib import Path
 
 from google.protobuf import text_format
 from google.protobuf.message import DecodeError
-from tritonclient.grpc import model_config_pb2 as mc
 
 from deploy.errors import LocalEndpointError
+from deploy.repository.schema import model_config_pb2 as mc
 
 log = logging.getLogger(__name__)
 

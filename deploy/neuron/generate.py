@@ -41,7 +41,8 @@ def template_text(name: str) -> str:
 def model_config_text(spec: NeuronModelSpec) -> str:
     """config.pbtxt for `spec`, built with Triton's own protobuf schema."""
     from google.protobuf import text_format
-    from tritonclient.grpc import model_config_pb2 as pb
+
+    from deploy.repository.schema import model_config_pb2 as pb
 
     config = pb.ModelConfig(name=spec.name, backend="python", max_batch_size=spec.max_batch_size)
     for tensor in spec.inputs:
@@ -75,7 +76,7 @@ def model_config_text(spec: NeuronModelSpec) -> str:
 
 
 def _data_type(tensor: TensorSpec) -> int:
-    from tritonclient.grpc import model_config_pb2 as pb
+    from deploy.repository.schema import model_config_pb2 as pb
 
     return int(pb.DataType.Value(f"TYPE_{tensor.datatype}"))
 

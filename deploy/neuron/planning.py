@@ -105,7 +105,8 @@ def core_range_of(parameters: Mapping[str, str]) -> CoreRange | None:
 def repository_core_ranges(repository: Path) -> dict[str, CoreRange]:
     """Core ranges of the Neuron models in a Triton repository, by model folder."""
     from google.protobuf import text_format
-    from tritonclient.grpc import model_config_pb2
+
+    from deploy.repository.schema import model_config_pb2
 
     if not repository.is_dir():
         raise NeuronError("model repository not found", where=str(repository))

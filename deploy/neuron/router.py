@@ -59,7 +59,7 @@ class RoutedModel:
 
 
 def _v2_datatype(data_type: int) -> str:
-    from tritonclient.grpc import model_config_pb2 as pb
+    from deploy.repository.schema import model_config_pb2 as pb
 
     name = str(pb.DataType.Name(data_type)).removeprefix("TYPE_")
     return "BYTES" if name == "STRING" else name
@@ -68,7 +68,8 @@ def _v2_datatype(data_type: int) -> str:
 def read_models(repository: Path, *, exclude: Iterable[str] = ()) -> list[RoutedModel]:
     """Every model folder of `repository` (except `exclude`), from its config.pbtxt."""
     from google.protobuf import text_format
-    from tritonclient.grpc import model_config_pb2 as pb
+
+    from deploy.repository.schema import model_config_pb2 as pb
 
     if not repository.is_dir():
         raise NeuronError("model repository not found", where=str(repository))
@@ -134,7 +135,8 @@ def router_config_text(
 ) -> str:
     """config.pbtxt of the router over `models`."""
     from google.protobuf import text_format
-    from tritonclient.grpc import model_config_pb2 as pb
+
+    from deploy.repository.schema import model_config_pb2 as pb
 
     if instances < 1:
         raise NeuronError("the router needs at least one instance", where="--router-instances")

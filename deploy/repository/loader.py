@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from google.protobuf import text_format
-from tritonclient.grpc import model_config_pb2
 
 from deploy.errors import RepositoryError
 from deploy.repository.backends import AUTOCOMPLETE_FILES, backend_of, v2_datatype
@@ -28,6 +27,7 @@ from deploy.repository.model import (
     Repository,
     Tensor,
 )
+from deploy.repository.schema import model_config_pb2
 
 
 def parse_config(text: str) -> Any:

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 from google.protobuf import text_format
-from tritonclient.grpc import model_config_pb2 as mc
 
 from deploy.errors import LocalEndpointError
 from deploy.local.adapters import adapt_folder, read_config
+from deploy.repository.schema import model_config_pb2 as mc
 from tests.functional.local_models import folder_files, invoke, runtime_client, write_archive
 
 TORCH_CONFIG = """

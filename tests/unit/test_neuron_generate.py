@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 from google.protobuf import text_format
-from tritonclient.grpc import model_config_pb2
 from typer.testing import CliRunner
 
 from deploy.cli import app
 from deploy.errors import NeuronError
 from deploy.neuron.generate import generate_model, model_config_text
 from deploy.neuron.spec import build_spec
+from deploy.repository.schema import model_config_pb2
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from google.protobuf import text_format
-from tritonclient.grpc import model_config_pb2
 
 from deploy.client import Manifest
 from deploy.errors import NeuronError
@@ -19,6 +18,7 @@ from deploy.neuron.router import (
     write_manifest,
     write_router,
 )
+from deploy.repository.schema import model_config_pb2
 
 
 def _model(repository: Path, name: str, body: str) -> None:

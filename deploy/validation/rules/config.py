@@ -6,14 +6,13 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from tritonclient.grpc import model_config_pb2 as pb
-
 from deploy.repository import Model
 from deploy.repository.backends import (
     BACKEND_DEFAULT_FILES,
     ENSEMBLE_PLATFORM,
     PLATFORM_BACKENDS,
 )
+from deploy.repository.schema import model_config_pb2 as pb
 from deploy.validation.diagnostics import Diagnostic, error, warning
 from deploy.validation.instances import gpu_count
 from deploy.validation.registry import Context, model_rule

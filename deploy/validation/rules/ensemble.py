@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from tritonclient.grpc import model_config_pb2 as pb
-
 from deploy.repository import Model
+from deploy.repository.schema import model_config_pb2 as pb
 from deploy.validation.diagnostics import Diagnostic, error
 from deploy.validation.registry import Context, model_rule
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
-from tritonclient.grpc import model_config_pb2 as pb
-
 from deploy.repository import Model, ModelVersion
 from deploy.repository.backends import default_model_file
+from deploy.repository.schema import model_config_pb2 as pb
 from deploy.validation.diagnostics import Diagnostic, error, warning
 from deploy.validation.registry import Context, model_rule
 
