@@ -21,7 +21,7 @@ $(STAMPS)/venv: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "torch==2.13.0"
-	$(PY) -m pip install -q -e ".[infra,dev]"
+	$(PY) -m pip install -q -e ".[async,local,infra,dev]"
 	$(PY) -m pip install -q --no-deps "nvidia-pytriton==0.7.0"
 	# Its python-backend stub is built against numpy 1.x (empty outputs with numpy 2);
 	# tritonserver runs in this folder, first on the stub's sys.path (deploy/local/triton.py).

@@ -18,12 +18,13 @@ from typer.core import TyperGroup
 
 from deploy import __version__
 from deploy.errors import DeployError
+from deploy.extras import missing_extra
 
 DEBUG_ENV = "DEPLOY_DEBUG"
 
 
 class _DeployGroup(TyperGroup):
-    """Maps `DeployError` to exit code 1 with a readable message."""
+    """Maps `DeployError`, and a missing extra, to exit code 1 with a readable message."""
 
     def invoke(self, ctx: Any) -> Any:  # typer's vendored click.Context
         try:
@@ -37,6 +38,13 @@ class _DeployGroup(TyperGroup):
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)
             raise typer.Exit(130) from None
+        except ModuleNotFoundError as exc:
+            # An optional part (an extra) this command needs is not installed.
+            message = missing_extra(exc, ctx.invoked_subcommand)
+            if message is None:
+                raise
+            typer.echo(f"error: {message}", err=True)
+            raise typer.Exit(1) from None
 
 
 app = typer.Typer(

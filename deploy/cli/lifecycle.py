@@ -79,6 +79,9 @@ def up(
         )
         return
     endpoint_name = endpoint_name or "local"
+    from deploy.extras import require
+
+    require("local")  # before packaging: the endpoint it starts needs it
     from deploy.cli.output import console, emit_json, interactive
     from deploy.config import load_settings
     from deploy.lifecycle.progress import reporter
@@ -173,15 +176,14 @@ def status(
     if "url" in document:
         out.print(f"  url {document['url']}  pid {document['pid']}  store {document['store']}")
         out.print(f"  tritonserver log {document.get('triton_log') or document['log']}")
-    table = Table("model", "target model", "loaded", "MB", "load s")
+    # Three columns, so a full TargetModel fits 80 columns (it is what clients send).
+    table = Table("model", "target model (current)", "loaded")
     for model in document.get("models", []):
-        loaded = model["loaded"] and model["bytes"] is not None
+        seconds = model["load_seconds"]
         table.add_row(
             model["name"] or "(superseded)",
             model["target_model"],
-            "yes" if model["loaded"] else "no",
-            f"{model['bytes'] / 1e6:.1f}" if loaded else "",
-            f"{model['load_seconds']:.2f}" if loaded else "",
+            (f"in {seconds:.2f} s" if seconds is not None else "yes") if model["loaded"] else "no",
         )
     if table.row_count:
         out.print(table)
@@ -284,6 +286,9 @@ def _up_aws(
     smoke_endpoint_name: str | None,
     as_json: bool,
 ) -> None:
+    from deploy.extras import require
+
+    require("infra")  # the plan synthesizes the CDK app
     from deploy.cli.output import console, emit_json, interactive
     from deploy.lifecycle.progress import reporter
     from deploy.lifecycle.render import render_plan

@@ -65,6 +65,9 @@ def serve(
     from rich.logging import RichHandler
 
     from deploy.config import load_settings
+    from deploy.extras import require
+
+    require("local")
     from deploy.local.endpoint import EndpointOptions
     from deploy.local.serve import serve_forever
 

@@ -7,6 +7,7 @@ SigV4 signer (service `sagemaker`), so no thread is tied up per call.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -57,6 +58,11 @@ class AsyncEndpoint:
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD,
         max_connections: int = 64,
     ) -> None:
+        if importlib.util.find_spec("aiohttp") is None:
+            raise ModuleNotFoundError(
+                "AsyncEndpoint needs aiohttp: pip install 'triton-sagemaker-deploy[async]'",
+                name="aiohttp",
+            )
         # The sync endpoint owns credentials, region and endpoint resolution; its
         # client is only used to learn the URL and is never called.
         self._sync = Endpoint(

@@ -84,10 +84,15 @@ def _cdk_synthesize(
 
         from infra.synth import build_app
     except ModuleNotFoundError as exc:
+        from deploy.extras import PROVIDED_BY, install_command
+
+        module = (exc.name or "").split(".")[0]
         raise ConfigError(
-            f"the CDK app is not importable ({exc.name})",
+            f"the CDK app is not importable ({exc.name} is missing)",
             where="infra/",
-            fix="run deploy from the project root with `make install` done",
+            fix=install_command("infra")
+            if module in PROVIDED_BY
+            else "run deploy from the project root (infra/ is not installed with the package)",
         ) from exc
     pinned = json.loads((project_root() / "cdk.json").read_text(encoding="utf-8"))
     app = cdk.App(outdir=str(outdir), context={**pinned.get("context", {}), **(context or {})})
