@@ -129,6 +129,12 @@ def test_serve_is_found_by_status_invoke_and_the_sdk(
         assert rows["strings"]["loaded"] is False
         text = cli("status", "--local").output
         assert "addsub" in text and "tritonserver log" in text
+
+        # AND `deploy up --local` does not publish into a store it does not serve
+        up = ["up", "--local", "--repository", str(EXAMPLES), "--package-dir", "build"]
+        clash = CliRunner().invoke(app, up)
+        assert clash.exit_code == 1, clash.output
+        assert "deploy down --local" in clash.output
     finally:
         # WHEN it gets SIGTERM
         output = stop(process, signal.SIGTERM)
