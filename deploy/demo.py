@@ -147,8 +147,8 @@ def next_steps(store: Path) -> str:
         lines.append(f"source {activate}")
     port = load_settings().local_port
     lines += [
-        f"deploy serve {store}        # the endpoint on port {port}, until Ctrl-C",
-        "deploy invoke addsub --input in.npz --local   # in a second terminal",
+        f"deploy serve {store}        # a second terminal: port {port}, until Ctrl-C",
+        "deploy invoke addsub --input in.npz --local",
         "deploy status --local",
     ]
     body = "\n".join(f"  {line}" for line in lines)

@@ -105,7 +105,7 @@ def up(
         return
     out = console()
     out.print(f"local endpoint [bold]{endpoint_name}[/] at {url}")
-    out.print(f"  tritonserver log {provider.triton_log_path}")
+    out.print(f"  tritonserver log {provider.triton_log_path.resolve()}", soft_wrap=True)
     for smoke in result.smoke:
         out.print(f"  smoke ok  {smoke.name:<16} {smoke.target_model}  {smoke.seconds:.2f} s")
     snippet = url and _boto3_snippet(url, endpoint_name, provider.published_manifest() or {})
