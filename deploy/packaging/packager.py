@@ -235,7 +235,7 @@ def _write_error(model: str, out: Path, exc: OSError) -> PackagingError:
     return PackagingError(
         f"cannot write the archive of model {model!r}: {exc}",
         where=str(out),
-        fix="check free space and permissions, and that no file changed while packaging",
+        fix="check the output folder's free space and permissions",
     )
 
 
