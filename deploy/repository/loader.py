@@ -47,7 +47,11 @@ def parse_config(text: str) -> Any:
 
 def load_repository(root: Path) -> Repository:
     """Read every model folder of `root` (folders starting with '.' are not models)."""
-    if not root.is_dir():
+    try:
+        is_dir = root.is_dir()
+    except OSError as exc:
+        raise unreadable(root, exc) from None
+    if not is_dir:
         raise RepositoryError(
             "not a directory",
             where=str(root),

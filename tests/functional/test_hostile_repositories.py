@@ -371,3 +371,34 @@ def test_an_invalid_onnx_file_is_a_validation_error_naming_it(
     assert_clean_failure(cli("validate", str(repo)), str(model), words)
     packaged = cli("package", str(repo), "--out", str(tmp_path / "out"))
     assert_clean_failure(packaged, str(model), words)
+
+
+# --- the output folder ---------------------------------------------------------------------
+
+
+def test_an_output_folder_that_cannot_be_written_is_a_message(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    for out in (locked, locked / "store"):
+        result = run_cli("package", str(repo), "--out", str(out), unprivileged=True)
+        assert_clean_failure(result, str(out), "cannot write the output", "Permission denied")
+
+
+def test_a_fifo_in_place_of_the_digest_cache_is_not_opened(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / ".deploy-cache.json")
+    result = run_cli("package", str(repo), "--out", str(out), "--json")
+    assert result.returncode == 0, result.stderr
+    assert (out / "manifest.json").is_file()
+
+
+def test_an_output_link_loop_is_a_message(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    result = cli("package", str(repo), "--out", str(tmp_path / "a"))
+    assert_clean_failure(result, str(tmp_path / "a"), "loop")
