@@ -94,7 +94,8 @@ def _cdk_synthesize(
     # cdk-nag runs in `make test`; provisioning needs the templates only.
     staged = build_app(settings, app=app, nag=False)
     assembly = staged.app.synth()
-    missing = [entry.key for entry in assembly.manifest.missing or []]
+    manifest = json.loads((Path(assembly.directory) / "manifest.json").read_text(encoding="utf-8"))
+    missing = [str(entry.get("key")) for entry in manifest.get("missing", [])]
     if missing:
         # The app would hold placeholder values (a dummy prefix list id, say).
         raise ConfigError(
