@@ -2,8 +2,9 @@
 
 Stacks (names `<endpoint_name>-<stage>-<component>`), in deployment order:
 
-- `network`: VPC, isolated subnets, VPC endpoints, flow logs, endpoint security group;
 - `model-store`: KMS key, model bucket (+ access-log bucket);
+- `network`: VPC, isolated subnets, VPC endpoints (their policies name the model-store
+  bucket), flow logs, endpoint security group;
 - `endpoint`: execution role, Model/EndpointConfig/Endpoint, autoscaling, alarms, dashboard;
 - `api`: HTTP API + Lambda front door (when `infra.api` is on).
 """
@@ -30,7 +31,7 @@ from infra.stacks.network import NetworkStack
 # Used when neither the settings nor the CDK CLI name an account: synth stays
 # offline and reproducible (cdk.json pins this account's availability zones).
 OFFLINE_ACCOUNT = "000000000000"
-COMPONENTS = ("network", "model-store", "endpoint", "api")
+COMPONENTS = ("model-store", "network", "endpoint", "api")
 
 
 @dataclass
@@ -63,23 +64,26 @@ def build_app(
         region=settings.region,
     )
     tags = {"deploy:stage": settings.stage, "deploy:endpoint": settings.endpoint_name}
-    network = NetworkStack(
-        app,
-        stack_name(settings, "network"),
-        vpc_id=settings.infra.vpc_id,
-        env=env,
-        tags=tags,
-        description=f"deploy {settings.stage}: private network for {settings.endpoint_name}",
-    )
     store = ModelStoreStack(
         app,
         stack_name(settings, "model-store"),
         prefix=settings.infra.model_prefix,
+        endpoint_name=settings.endpoint_name,
         bucket_name=settings.infra.model_bucket_name,
         kms_key_arn=settings.infra.kms_key_arn,
         env=env,
         tags=tags,
         description=f"deploy {settings.stage}: model store for {settings.endpoint_name}",
+    )
+    # The network's S3 endpoint policy names the model-store bucket: store first.
+    network = NetworkStack(
+        app,
+        stack_name(settings, "network"),
+        vpc_id=settings.infra.vpc_id,
+        model_bucket=store.store.bucket,
+        env=env,
+        tags=tags,
+        description=f"deploy {settings.stage}: private network for {settings.endpoint_name}",
     )
     endpoint_stack = Inf1EndpointStack if inferentia else EndpointStack
     endpoint = endpoint_stack(
@@ -93,8 +97,8 @@ def build_app(
         description=f"deploy {settings.stage}: SageMaker Triton MME {settings.endpoint_name}",
     )
     stacks: dict[str, cdk.Stack] = {
-        "network": network,
         "model-store": store,
+        "network": network,
         "endpoint": endpoint,
     }
     # The front door sends TargetModel (multi-model); the inf1 layout has none yet.

@@ -51,11 +51,14 @@ def validate(
 
 
 def _render_report(report: Report) -> None:
+    from rich.markup import escape
+
     out = console()
     for d in report.diagnostics:
         style = "red" if d.severity == "error" else "yellow"
         where = f"{d.file}: {d.field}" if d.field else d.file
-        out.print(f"[{style}]{d.severity}[/] {where}: {d.message}", markup=True)
+        # File names and messages are data: "[/x]" in a path is not markup.
+        out.print(f"[{style}]{d.severity}[/] {escape(f'{where}: {d.message}')}", markup=True)
         out.print(f"  fix: {d.fix}", markup=False)
     out.print(
         f"{report.repository}: {report.models} model(s), {len(report.errors)} error(s), "

@@ -29,7 +29,7 @@ from typing import Any
 from deploy.aws.autoscaling import AutoScaling
 from deploy.aws.cloudformation import StackEvent, Stacks, template_body
 from deploy.aws.cloudwatch import CloudWatch
-from deploy.aws.ec2 import availability_zones
+from deploy.aws.ec2 import cdk_lookup_context
 from deploy.aws.s3 import DEFAULT_PART_SIZE, ModelStore
 from deploy.aws.sagemaker import EndpointState, SageMaker
 from deploy.aws.session import AwsCallError, AwsSession
@@ -128,12 +128,9 @@ class AwsProvider:
                 infra = settings.infra.model_copy(update={"model_archive": self._model_archive})
                 settings = settings.model_copy(update={"infra": infra})
             if synthesize is None:
-                # The lookup the CDK CLI would make for this account and region.
-                zones = availability_zones(self.session)
-                key = (
-                    f"availability-zones:account={settings.infra.account}:region={settings.region}"
-                )
-                synthesize = cdk_synthesizer({key: zones})
+                # The lookups the CDK CLI would make for this account and region.
+                account = settings.infra.account or self.session.account_id()
+                synthesize = cdk_synthesizer(cdk_lookup_context(self.session, account))
             self._stage = stage_templates(
                 settings,
                 cache_dir=self._template_cache,
@@ -593,7 +590,7 @@ class AwsProvider:
 
     def status(self) -> dict[str, Any]:
         stacks = {}
-        for component in ("network", "model-store", "endpoint", "api"):
+        for component in ("model-store", "network", "endpoint", "api"):
             stack_state = self.stacks.describe(self.stack(component))
             if stack_state is not None:
                 stacks[stack_state.name] = stack_state.status
@@ -659,7 +656,8 @@ class AwsProvider:
         unless `purge`, which empties and deletes the bucket, then both stacks.
         """
         removed: list[str] = []
-        components = ["api", "endpoint"] + (["model-store", "network"] if purge else [])
+        # The network imports the model-store bucket (its S3 endpoint policy): it goes first.
+        components = ["api", "endpoint"] + (["network", "model-store"] if purge else [])
         location = self.store_location() if purge else None
         for component in components:
             name = self.stack(component)

@@ -30,7 +30,7 @@ from typing import Any
 from deploy.config import DeploySettings
 from deploy.errors import ConfigError
 
-COMPONENTS = ("network", "model-store", "endpoint", "api")
+COMPONENTS = ("model-store", "network", "endpoint", "api")
 
 Synthesizer = Callable[[DeploySettings, Path], dict[str, Path]]
 
@@ -99,6 +99,16 @@ def _cdk_synthesize(
     # cdk-nag runs in `make test`; provisioning needs the templates only.
     staged = build_app(settings, app=app, nag=False)
     assembly = staged.app.synth()
+    manifest = json.loads((Path(assembly.directory) / "manifest.json").read_text(encoding="utf-8"))
+    missing = [str(entry.get("key")) for entry in manifest.get("missing", [])]
+    if missing:
+        # The app would hold placeholder values (a dummy prefix list id, say).
+        raise ConfigError(
+            f"the CDK app needs context values that were not looked up: {', '.join(missing)}",
+            where="infra/",
+            fix="synthesize with the CDK CLI (`npx cdk synth`), which looks them up, or add "
+            "them to cdk.json's context",
+        )
     return {
         stack.stack_name: Path(assembly.get_stack_by_name(stack.stack_name).template_full_path)
         for stack in staged.stacks.values()

@@ -15,6 +15,15 @@ independent deflate run ending in a sync flush, as pigz and isal's threaded
 writer do, so the blocks join into one gzip member any `gzip -d` reads. A
 block whose sample barely deflates is written as stored deflate blocks
 instead (the choice depends on its bytes only).
+
+An archive is all or nothing: each file is opened without following links
+and without blocking, and must still be the regular file the plan saw
+(device, inode, size, mtime and ctime); after the last block, every file is
+stat'ed again and must be unchanged; a file whose last change was recent
+enough that a further change might not move its timestamps (they tick
+coarsely) is read and hashed a second time. Any difference, a file that
+cannot be read or one that got shorter fails the archive with an error
+naming the file.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import os
+import stat
 import struct
 import tarfile
 import threading
@@ -32,8 +42,10 @@ from typing import Any, BinaryIO
 
 from isal import isal_zlib
 
+from deploy.errors import PackagingError
 from deploy.packaging.digest import content_hash
-from deploy.packaging.layout import Entry
+from deploy.packaging.layout import Entry, change_key_of
+from deploy.repository.files import printable
 
 # ISA-L level 1: fast on incompressible float weights (it emits them nearly
 # stored, ratio ~0.9 on random float32) and still shrinks configs and code.
@@ -138,14 +150,75 @@ def _plan(entries: list[Entry]) -> _Plan:
     return _Plan(parts, [p.start for p in parts], at, files)
 
 
-def _read_range(fd: int, view: memoryview, offset: int) -> None:
+def _read_range(fd: int, view: memoryview, offset: int, entry: Entry) -> None:
     """Fill `view` from `fd` at `offset`; a file that got shorter is an error."""
     while view:
-        count = os.preadv(fd, [view], offset)
+        try:
+            count = os.preadv(fd, [view], offset)
+        except OSError as exc:
+            raise _unreadable(entry, exc) from None
         if count == 0:
-            raise OSError("a file got shorter while it was read")
+            raise changed(entry, "it got shorter while it was read")
         view = view[count:]
         offset += count
+
+
+def changed(entry: Entry, how: str) -> PackagingError:
+    """The error for a file that changed between planning and the end of its archive."""
+    return PackagingError(
+        f"the file changed while it was archived ({how})",
+        where=printable(entry.source or entry.arcname),
+        fix="wait until whatever writes it has finished (or package a copy of the "
+        "repository), then run `deploy package` again; no archive or manifest was written",
+    )
+
+
+def _unreadable(entry: Entry, exc: OSError) -> PackagingError:
+    return PackagingError(
+        f"cannot read: {exc.strerror or exc}",
+        where=printable(entry.source or entry.arcname),
+        fix="make it readable by the user that runs deploy (e.g. chmod u+r), or remove it",
+    )
+
+
+def _check_stat(entry: Entry, info: os.stat_result, when: str) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        raise changed(entry, f"it is no longer a regular file {when}")
+    if entry.change_key is not None and change_key_of(info) != entry.change_key:
+        raise changed(entry, f"its size, times or inode differ {when}")
+
+
+def verify_unchanged(entries: list[Entry], digests: list[str]) -> None:
+    """Stat every file again, and hash the recently changed ones a second time.
+
+    `digests` are the content hashes computed while archiving, one per entry.
+    """
+    for entry in entries:
+        assert entry.source is not None  # planned file parts have a source
+        try:
+            info = entry.source.lstat()
+        except OSError as exc:
+            raise changed(entry, f"it can no longer be read: {exc.strerror or exc}") from None
+        _check_stat(entry, info, "after it was read")
+    for entry, digest in zip(entries, digests, strict=True):
+        if entry.recent and _rehash(entry) != digest:
+            raise changed(entry, "a second read gave different bytes")
+
+
+def _rehash(entry: Entry) -> str:
+    assert entry.source is not None
+    digest = content_hash()
+    buffer = bytearray(BLOCK_SIZE)
+    try:
+        fd = os.open(entry.source, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise changed(entry, f"it can no longer be read: {exc.strerror or exc}") from None
+    try:
+        while count := os.readv(fd, [buffer]):
+            digest.update(memoryview(buffer)[:count])
+    finally:
+        os.close(fd)
+    return str(digest.hexdigest())
 
 
 class _Turns:
@@ -252,7 +325,8 @@ class _Writer:
             if part.data is not None:
                 view[:] = part.data[skip : skip + count]
             else:
-                _read_range(self._open(part.member), view, part.offset + skip)
+                member = self.plan.files[part.member]
+                _read_range(self._open(part.member), view, part.offset + skip, member)
             length += count
         data = buffer[:length]
         self.turns.wait("hash", index)
@@ -288,9 +362,20 @@ class _Writer:
         with self._lock:
             fd = self._fds.get(member)
             if fd is None:
-                source = self.plan.files[member].source
-                assert isinstance(source, Path)  # a planned file part has a source
-                fd = self._fds[member] = os.open(source, os.O_RDONLY | os.O_CLOEXEC)
+                entry = self.plan.files[member]
+                assert isinstance(entry.source, Path)  # a planned file part has a source
+                # O_NONBLOCK: a FIFO swapped in since planning cannot block the open.
+                flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+                try:
+                    fd = os.open(entry.source, flags)
+                except OSError as exc:
+                    raise _unreadable(entry, exc) from None
+                try:
+                    _check_stat(entry, os.fstat(fd), "when it was opened")
+                except BaseException:
+                    os.close(fd)
+                    raise
+                self._fds[member] = fd
             return fd
 
     def _release(self, member: int) -> None:
@@ -348,7 +433,9 @@ def write_archive(
     plan = _plan(entries)
     writer = _Writer(plan, out, on_bytes)
     writer.run(threads)
+    digests = [digest.hexdigest() for digest in writer.hashes]
+    verify_unchanged(plan.files, digests)
     contents = {e.arcname: content_hash(e.data).hexdigest() for e in entries if e.data is not None}
-    for entry, digest in zip(plan.files, writer.hashes, strict=True):
-        contents[entry.arcname] = digest.hexdigest()
+    for entry, digest in zip(plan.files, digests, strict=True):
+        contents[entry.arcname] = digest
     return writer.sha.hexdigest(), writer.size, contents

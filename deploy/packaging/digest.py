@@ -38,6 +38,8 @@ class DigestCache:
     def load(cls, directory: Path) -> DigestCache:
         path = directory / CACHE_NAME
         with contextlib.suppress(OSError, ValueError, TypeError):
+            if not path.is_file():  # never open a FIFO left in its place
+                return cls(path)
             document = json.loads(path.read_text(encoding="utf-8"))
             if document.get("layout") == LAYOUT_VERSION:
                 return cls(path, dict(document["files"]), dict(document["archives"]))

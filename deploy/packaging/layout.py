@@ -12,14 +12,18 @@ An archive holds model folders at its root (`<model>/config.pbtxt`,
   form, which the model's `initialize` passes to `pb_utils.load_model`
   (see docs/architecture.md, "BLS models").
 
-Symlinks are followed only while they stay inside the repository; devices,
-sockets and FIFOs are refused.
+Symlinks are followed only while they stay inside the repository and do not
+lead back to a folder being walked (a loop); devices, sockets and FIFOs are
+refused from `lstat`/`stat` alone, before anything opens them.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -27,9 +31,13 @@ from google.protobuf import json_format
 
 from deploy.errors import PackagingError
 from deploy.repository import Model, Repository
-from deploy.repository.files import model_entries
+from deploy.repository.files import model_entries, printable
 
 DEPS_FOLDER = "deps"
+# File times tick coarsely (a few ms on Linux, 1-2 s on some file systems): a
+# file changed less than this before it was stat'ed may change again without
+# moving its times, so its archived bytes are checked by a second read.
+RECENT_NS = 2_000_000_000
 DIR_MODE = 0o755
 EXEC_MODE = 0o755
 FILE_MODE = 0o644
@@ -46,6 +54,12 @@ class Entry:
     source: Path | None = None
     data: bytes | None = None
     stat_key: tuple[int, int, int, int] | None = None  # (dev, ino, size, mtime_ns)
+    change_key: tuple[int, ...] | None = None  # stat_key and ctime_ns: must hold while archived
+    recent: bool = False  # changed so lately that a further change may keep the same times
+
+
+def change_key_of(info: os.stat_result) -> tuple[int, ...]:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def archive_entries(repo: Repository, name: str) -> tuple[list[Entry], list[str]]:
@@ -176,41 +190,60 @@ def _check_relative_fields(model: Model) -> None:
             )
 
 
-def _add_tree(folder: Path, arcroot: PurePosixPath, root: Path, entries: list[Entry]) -> None:
+def _add_tree(
+    folder: Path,
+    arcroot: PurePosixPath,
+    root: Path,
+    entries: list[Entry],
+    inside: tuple[Path, ...] = (),
+) -> None:
+    """Add `folder`'s files; `inside` holds the resolved folders being walked (link loops)."""
+    inside = (*inside, folder.resolve())
     for relative in model_entries(folder):
         path = folder / relative
         arcname = arcroot / relative.as_posix()
-        _add_path(path, arcname, root, entries)
+        _add_path(path, arcname, root, entries, inside)
 
 
-def _add_path(path: Path, arcname: PurePosixPath, root: Path, entries: list[Entry]) -> None:
-    if path.is_symlink():
-        target = path.resolve()
-        if not target.is_relative_to(root):
-            raise PackagingError(
-                f"symlink leaves the repository (-> {path.readlink()})",
-                where=str(path),
-                fix="copy the file into the model folder, or link inside the repository",
-            )
-        if not target.exists():
-            raise PackagingError(
-                f"broken symlink (-> {path.readlink()})",
-                where=str(path),
-                fix="fix or remove the link",
-            )
-        if target.is_dir():
-            entries.append(Entry(arcname=str(arcname), kind="dir", mode=DIR_MODE))
-            _add_tree(target, arcname, root, entries)
-            return
-        path = target
-    info = path.stat()
+def _add_path(
+    path: Path,
+    arcname: PurePosixPath,
+    root: Path,
+    entries: list[Entry],
+    inside: tuple[Path, ...],
+) -> None:
+    # Only lstat/stat and readlink here: nothing is opened before its type is known.
+    try:
+        info = path.lstat()
+        if stat.S_ISLNK(info.st_mode):
+            target = _link_target(path, root)
+            if target.is_dir():
+                walked = (*inside, path.parent.resolve())
+                if any(folder.is_relative_to(target) for folder in walked):
+                    raise PackagingError(
+                        f"symlink to a folder that contains it (-> {printable(path.readlink())}): "
+                        "packaging it would never end",
+                        where=printable(path),
+                        fix="remove the link, or link to a folder that is not one of its parents",
+                    )
+                entries.append(Entry(arcname=str(arcname), kind="dir", mode=DIR_MODE))
+                _add_tree(target, arcname, root, entries, inside)
+                return
+            path = target
+            info = path.stat()
+    except OSError as exc:
+        raise PackagingError(
+            f"cannot read: {exc.strerror or exc}",
+            where=printable(path),
+            fix="make it readable by the user that runs deploy (e.g. chmod u+rX), or remove it",
+        ) from None
     if stat.S_ISDIR(info.st_mode):
         entries.append(Entry(arcname=str(arcname), kind="dir", mode=DIR_MODE))
         return
     if not stat.S_ISREG(info.st_mode):
         raise PackagingError(
             "not a regular file (device, socket or FIFO)",
-            where=str(path),
+            where=printable(path),
             fix="remove it from the model folder",
         )
     entries.append(
@@ -221,5 +254,36 @@ def _add_path(path: Path, arcname: PurePosixPath, root: Path, entries: list[Entr
             size=info.st_size,
             source=path,
             stat_key=(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns),
+            change_key=change_key_of(info),
+            recent=info.st_ctime_ns > time.time_ns() - RECENT_NS,
         )
     )
+
+
+def _link_target(link: Path, root: Path) -> Path:
+    """Where `link` leads, if that is an existing path inside the repository."""
+    target = Path(os.path.realpath(link))  # never raises; stops at a loop
+    shown = printable(link.readlink())
+    if not target.is_relative_to(root):
+        raise PackagingError(
+            f"symlink leaves the repository (-> {shown})",
+            where=printable(link),
+            fix="copy the file into the model folder, or link inside the repository",
+        )
+    try:
+        link.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PackagingError(
+                f"symlinks form a loop (-> {shown})",
+                where=printable(link),
+                fix="point the link at a file or folder, not at a link that leads back to it",
+            ) from None
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise PackagingError(
+                f"broken symlink (-> {shown})",
+                where=printable(link),
+                fix="fix or remove the link",
+            ) from None
+        raise
+    return target

@@ -34,6 +34,7 @@ from deploy.packaging.manifest import (
     write_manifest,
 )
 from deploy.repository import Model, Repository, load_repository
+from deploy.repository.files import printable
 
 ARCHIVE_SUFFIX = ".tar.gz"
 _ARCHIVE_NAME = re.compile(r"^(?P<model>.+)-[0-9a-f]{16}\.tar\.gz$")
@@ -81,6 +82,22 @@ def package_repository(
     threads: int | None = None,
 ) -> PackageResult:
     """Package every model of `repo` into `out` (incremental, deterministic, atomic)."""
+    try:
+        return _package_repository(repo, out, progress=progress, threads=threads)
+    except OSError as exc:
+        # Reads of the repository fail with their own messages; what is left
+        # is the output folder (cannot create, write or rename in it).
+        where = exc.filename if isinstance(exc.filename, str) else str(out)
+        raise PackagingError(
+            f"cannot write the output: {exc.strerror or exc}",
+            where=printable(where),
+            fix="pass an --out folder you can write to, on a file system with free space",
+        ) from None
+
+
+def _package_repository(
+    repo: Path, out: Path, *, progress: bool, threads: int | None
+) -> PackageResult:
     repository = load_repository(repo)
     if repository.problems:
         problem = repository.problems[0]
@@ -149,12 +166,21 @@ def _default_threads() -> int:
 
 
 def _check_out(repo: Path, out: Path) -> None:
-    repo_resolved, out_resolved = repo.resolve(), out.resolve()
+    try:
+        repo_resolved, out_resolved = repo.resolve(), out.resolve()
+    except RuntimeError:  # Python 3.11 reports a link loop this way
+        raise PackagingError(
+            "symlinks form a loop", where=str(out), fix="pass a real folder for --out"
+        ) from None
     if out_resolved == repo_resolved or out_resolved.is_relative_to(repo_resolved):
         raise PackagingError(
             "the output folder is inside the model repository",
             where=str(out),
             fix="pass an --out folder outside the repository (Triton would read it as a model)",
+        )
+    if out.is_symlink() and not out.exists():
+        raise PackagingError(
+            "a broken symlink or a link loop", where=str(out), fix="pass a real folder for --out"
         )
     if out.exists() and not out.is_dir():
         raise PackagingError("not a directory", where=str(out), fix="pass a folder for --out")
@@ -235,7 +261,7 @@ def _write_error(model: str, out: Path, exc: OSError) -> PackagingError:
     return PackagingError(
         f"cannot write the archive of model {model!r}: {exc}",
         where=str(out),
-        fix="check free space and permissions, and that no file changed while packaging",
+        fix="check the output folder's free space and permissions",
     )
 
 

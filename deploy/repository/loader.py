@@ -9,6 +9,7 @@ inferred only where Triton itself can fill one in from the model file
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,14 @@ from google.protobuf import text_format
 
 from deploy.errors import RepositoryError
 from deploy.repository.backends import AUTOCOMPLETE_FILES, backend_of, v2_datatype
-from deploy.repository.files import model_entries, skipped
+from deploy.repository.files import (
+    check_name,
+    model_entries,
+    printable,
+    skipped,
+    special_file,
+    unreadable,
+)
 from deploy.repository.model import (
     CONFIG_FILE,
     DEPENDENCIES_PARAMETER,
@@ -39,7 +47,11 @@ def parse_config(text: str) -> Any:
 
 def load_repository(root: Path) -> Repository:
     """Read every model folder of `root` (folders starting with '.' are not models)."""
-    if not root.is_dir():
+    try:
+        is_dir = root.is_dir()
+    except OSError as exc:
+        raise unreadable(root, exc) from None
+    if not is_dir:
         raise RepositoryError(
             "not a directory",
             where=str(root),
@@ -47,8 +59,18 @@ def load_repository(root: Path) -> Repository:
         )
     models: dict[str, Model] = {}
     problems: list[LoadProblem] = []
-    for folder in sorted(root.iterdir()):
-        if not folder.is_dir() or folder.name.startswith(".") or skipped(folder.name):
+    try:
+        children = sorted(root.iterdir())
+    except OSError as exc:
+        raise unreadable(root, exc) from None
+    for folder in children:
+        if folder.name.startswith(".") or skipped(folder.name):
+            continue
+        try:
+            if not folder.is_dir():
+                continue
+        except OSError as exc:
+            problems.append(_problem(folder, unreadable(folder, exc)))
             continue
         loaded = load_model(folder)
         if isinstance(loaded, LoadProblem):
@@ -59,6 +81,28 @@ def load_repository(root: Path) -> Repository:
 
 
 def load_model(folder: Path) -> Model | LoadProblem:
+    """Read one model folder; anything unreadable in it is a `LoadProblem` naming the path."""
+    try:
+        check_name(folder)
+        model_entries(folder)  # refuses unreadable folders, non-UTF-8 names, special files
+        return _load_model(folder)
+    except RepositoryError as exc:
+        return _problem(folder, exc)
+    except OSError as exc:
+        return _problem(folder, unreadable(folder, exc))
+
+
+def _problem(folder: Path, exc: RepositoryError) -> LoadProblem:
+    return LoadProblem(
+        model=printable(folder.name),
+        file=Path(exc.where or printable(folder)),
+        field="",
+        message=exc.message,
+        fix=exc.fix or "",
+    )
+
+
+def _load_model(folder: Path) -> Model | LoadProblem:
     versions = _versions(folder)
     config_path = folder / CONFIG_FILE
     inferred_from = ""
@@ -125,12 +169,28 @@ _ONNX_TYPES = {"FLOAT": "FP32", "DOUBLE": "FP64", "FLOAT16": "FP16", "BFLOAT16":
 
 
 def _onnx_io(path: Path, config: Any) -> None:
-    """Fill inputs/outputs from the ONNX graph when the `onnx` package is present."""
+    """Fill inputs/outputs from the ONNX graph when the `onnx` package is present.
+
+    Raises RepositoryError naming the file when it is not a regular file (a
+    link to a FIFO would block the read) or not a readable ONNX model.
+    """
     try:
         import onnx
     except ImportError:  # Triton reads them at load time; nothing to describe offline
         return
-    graph = onnx.load(str(path), load_external_data=False).graph
+    if not stat.S_ISREG(path.stat().st_mode):  # follows links; opens nothing
+        raise special_file(path)
+    where = printable(path)
+    fix = "export the model again (torch.onnx.export or onnx.save); Triton cannot load it either"
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except OSError:
+        raise
+    except Exception as exc:  # protobuf and onnx raise several types for bad bytes
+        raise RepositoryError(f"not a valid ONNX model ({exc})", where=where, fix=fix) from None
+    if not model.HasField("graph"):
+        raise RepositoryError("not a valid ONNX model (it has no graph)", where=where, fix=fix)
+    graph = model.graph
     initializers = {init.name for init in graph.initializer}
     for values, target in ((graph.input, config.input), (graph.output, config.output)):
         for value in values:
@@ -138,12 +198,22 @@ def _onnx_io(path: Path, config: Any) -> None:
                 continue
             tensor_type = value.type.tensor_type
             type_name = onnx.TensorProto.DataType.Name(tensor_type.elem_type)
+            try:
+                data_type = model_config_pb2.DataType.Value(
+                    "TYPE_" + _ONNX_TYPES.get(type_name, type_name)
+                )
+            except ValueError:
+                raise RepositoryError(
+                    f"tensor {value.name!r} has ONNX type {type_name}, which Triton cannot "
+                    "describe in a config",
+                    where=where,
+                    fix="write config.pbtxt yourself, or export the model with tensor inputs "
+                    "and outputs of a Triton datatype",
+                ) from None
             dims = [d.dim_value if d.dim_value > 0 else -1 for d in tensor_type.shape.dim]
             entry = target.add()
             entry.name = value.name
-            entry.data_type = model_config_pb2.DataType.Value(
-                "TYPE_" + _ONNX_TYPES.get(type_name, type_name)
-            )
+            entry.data_type = data_type
             entry.dims.extend(dims)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import jsii
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
@@ -17,6 +17,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from infra.constructs.log_key import LogKey
 from infra.constructs.sagemaker_endpoint import endpoint_arn
 from infra.nag import suppress
 
@@ -72,12 +73,10 @@ class FrontDoor(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         this_endpoint = endpoint_arn(self, endpoint_name=endpoint_name)
-        function_logs = logs.LogGroup(
-            self,
-            "FunctionLogs",
-            retention=logs.RetentionDays.ONE_MONTH,
-            removal_policy=RemovalPolicy.DESTROY,
+        log_key = LogKey(
+            self, "LogKey", names=("front-door-function", "front-door-access"), purpose="front door"
         )
+        function_logs = log_key.log_group(self, "FunctionLogs", name="front-door-function")
         role = iam.Role(
             self,
             "Role",
@@ -135,12 +134,7 @@ class FrontDoor(Construct):
             create_default_stage=False,
             default_authorizer=authorizers.HttpIamAuthorizer(),
         )
-        access_logs = logs.LogGroup(
-            self,
-            "AccessLogs",
-            retention=logs.RetentionDays.ONE_MONTH,
-            removal_policy=RemovalPolicy.DESTROY,
-        )
+        access_logs = log_key.log_group(self, "AccessLogs", name="front-door-access")
         self.stage = apigwv2.HttpStage(
             self,
             "DefaultStage",

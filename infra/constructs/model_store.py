@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
+
+from infra.constructs.monitoring import alarm_arns
 
 
 class ModelStore(Construct):
@@ -22,6 +24,7 @@ class ModelStore(Construct):
         construct_id: str,
         *,
         prefix: str,
+        endpoint_name: str,
         bucket_name: str | None = None,
         kms_key_arn: str | None = None,
         noncurrent_days: int = 30,
@@ -38,12 +41,20 @@ class ModelStore(Construct):
                 enable_key_rotation=True,
                 removal_policy=RemovalPolicy.RETAIN,
             )
-            # CloudWatch alarms publish to the encrypted SNS topic with this key.
+            # CloudWatch alarms publish to the encrypted SNS topic with this key:
+            # this stage's alarms only, in this account (no confused deputy).
             key.add_to_resource_policy(
                 iam.PolicyStatement(
+                    sid="EndpointAlarmsEncrypt",
                     principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
                     actions=["kms:Decrypt", "kms:GenerateDataKey"],
                     resources=["*"],
+                    conditions={
+                        "StringEquals": {"aws:SourceAccount": Stack.of(self).account},
+                        "ArnEquals": {
+                            "aws:SourceArn": alarm_arns(self, endpoint_name=endpoint_name)
+                        },
+                    },
                 )
             )
             self.key = key

@@ -22,6 +22,16 @@ if TYPE_CHECKING:
     from deploy.config import InfraSettings
 
 VARIANT_METRICS = "AWS/SageMaker"
+# Every alarm an endpoint may have (GPU memory only on GPU instances); each is
+# named `<endpoint_name>-<alarm>`, so grants can name them exactly.
+ALARMS = (
+    "Invocation5XXErrors",
+    "ModelLatencyP99",
+    "ModelLoadingWaitTime",
+    "MemoryUtilization",
+    "DiskUtilization",
+    "GPUMemoryUtilization",
+)
 INSTANCE_METRICS = "/aws/sagemaker/Endpoints"
 _MINUTE = Duration.minutes(1)
 
@@ -45,6 +55,19 @@ class AlarmThresholds:
             gpu_memory_percent=infra.alarm_gpu_memory_percent,
             disk_percent=infra.alarm_disk_percent,
         )
+
+
+def alarm_arns(scope: Construct, *, endpoint_name: str) -> list[str]:
+    """The ARNs of `endpoint_name`'s alarms: exact, so another stage's never match."""
+    return [
+        Stack.of(scope).format_arn(
+            service="cloudwatch",
+            resource="alarm",
+            resource_name=f"{endpoint_name}-{alarm}",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        for alarm in ALARMS
+    ]
 
 
 def alarm_topic(
@@ -73,7 +96,8 @@ def alarm_topic(
             enforce_ssl=True,
         )
         # The TLS-only topic policy replaces SNS's default one, so CloudWatch needs
-        # its own grant: this endpoint's alarms only.
+        # its own grant: this endpoint's alarms only, named exactly (a pattern such
+        # as `<endpoint>-*` would match another stage's `<endpoint>-staging-*`).
         topic.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="EndpointAlarmsPublish",
@@ -81,14 +105,8 @@ def alarm_topic(
                 actions=["sns:Publish"],
                 resources=[topic.topic_arn],
                 conditions={
-                    "ArnLike": {
-                        "aws:SourceArn": Stack.of(scope).format_arn(
-                            service="cloudwatch",
-                            resource="alarm",
-                            resource_name=f"{endpoint_name}-*",
-                            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                        )
-                    }
+                    "ArnEquals": {"aws:SourceArn": alarm_arns(scope, endpoint_name=endpoint_name)},
+                    "StringEquals": {"aws:SourceAccount": Stack.of(scope).account},
                 },
             )
         )
@@ -182,6 +200,7 @@ class EndpointAlarms(Construct):
         self.alarms: dict[str, cloudwatch.Alarm] = {}
         action = actions.SnsAction(topic)
         for name, alarm_metric, threshold, periods, why in specs:
+            assert name in ALARMS  # grants name every alarm exactly
             alarm = cloudwatch.Alarm(
                 self,
                 name,

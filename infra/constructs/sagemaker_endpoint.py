@@ -126,6 +126,15 @@ def blue_green_endpoint(
     )
 
 
+def endpoint_log_group_arns(endpoint_name: str) -> list[str]:
+    """SageMaker's log group for `endpoint_name` and its streams (log-group names hold no ':')."""
+    group = (
+        f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:"
+        f"log-group:/aws/sagemaker/Endpoints/{endpoint_name}"
+    )
+    return [group, f"{group}:*"]
+
+
 def runtime_statements(*, endpoint_name: str) -> list[iam.PolicyStatement]:
     """The execution role's grants for running the container, whatever it serves."""
     return [
@@ -138,10 +147,9 @@ def runtime_statements(*, endpoint_name: str) -> list[iam.PolicyStatement]:
                 "logs:DescribeLogStreams",
                 "logs:PutLogEvents",
             ],
-            resources=[
-                f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:"
-                f"log-group:/aws/sagemaker/Endpoints/{endpoint_name}*"
-            ],
+            # The endpoint's own log group and its streams: `<name>*` would also
+            # match another stage's `<name>-staging`.
+            resources=endpoint_log_group_arns(endpoint_name),
         ),
         iam.PolicyStatement(
             sid="EndpointMetrics",
@@ -179,6 +187,6 @@ def suppress_endpoint_logs(role: iam.Role, *, endpoint_name: str) -> None:
         "execution-role-logs",
         applies_to=[
             "Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:"
-            f"log-group:/aws/sagemaker/Endpoints/{endpoint_name}*"
+            f"log-group:/aws/sagemaker/Endpoints/{endpoint_name}:*"
         ],
     )

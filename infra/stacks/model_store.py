@@ -17,13 +17,19 @@ class ModelStoreStack(Stack):
         construct_id: str,
         *,
         prefix: str,
+        endpoint_name: str,
         bucket_name: str | None,
         kms_key_arn: str | None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.store = ModelStore(
-            self, "ModelStore", prefix=prefix, bucket_name=bucket_name, kms_key_arn=kms_key_arn
+            self,
+            "ModelStore",
+            prefix=prefix,
+            endpoint_name=endpoint_name,
+            bucket_name=bucket_name,
+            kms_key_arn=kms_key_arn,
         )
         CfnOutput(self, "ModelBucket", value=self.store.bucket.bucket_name)
         CfnOutput(self, "ModelPrefix", value=prefix)

@@ -159,3 +159,18 @@ def test_npx_cdk_synth_selects_the_stage_quietly_and_offline(tmp_path: Path) -> 
         if r["Type"] == "AWS::SageMaker::EndpointConfig"
     ]
     assert config["ProductionVariants"][0]["InstanceType"] == "ml.g5.xlarge"
+
+
+@pytest.mark.slow
+def test_deploy_refuses_templates_that_hold_unlooked_up_placeholders(tmp_path: Path) -> None:
+    # GIVEN a region whose lookups (zones, S3's prefix list) are neither pinned nor given
+    from deploy.errors import ConfigError
+    from deploy.lifecycle.templates import cdk_synthesizer
+
+    (tmp_path / "deploy.toml").write_text('[default]\nregion = "eu-west-3"\n')
+    settings = load_settings(config_file=tmp_path / "deploy.toml")
+    # THEN deploy's synthesis stops rather than deploy a dummy prefix list id
+    with pytest.raises(ConfigError) as error:
+        cdk_synthesizer({})(settings, tmp_path / "cdk.out")
+    assert "PrefixListName=com.amazonaws.eu-west-3.s3" in error.value.message
+    assert "availability-zones" in error.value.message

@@ -57,6 +57,17 @@ instance_type = "ml.m5.xlarge"
 max_instance_count = 2
 model_prefix = "store/models/"
 """
+GPU_ALARM_ARNS = [
+    f"arn:aws:cloudwatch:us-east-1:000000000000:alarm:triton-gpu-{alarm}"
+    for alarm in (
+        "Invocation5XXErrors",
+        "ModelLatencyP99",
+        "ModelLoadingWaitTime",
+        "MemoryUtilization",
+        "DiskUtilization",
+        "GPUMemoryUtilization",
+    )
+]
 GPU_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/sagemaker-tritonserver:24.09-py3"
 CPU_IMAGE = GPU_IMAGE + "-cpu"
 
@@ -347,10 +358,8 @@ def test_topic_is_encrypted_and_mails_the_operator(gpu_stage: Stage) -> None:
                                 "Effect": "Allow",
                                 "Principal": {"Service": "cloudwatch.amazonaws.com"},
                                 "Condition": {
-                                    "ArnLike": {
-                                        "aws:SourceArn": "arn:aws:cloudwatch:us-east-1:"
-                                        "000000000000:alarm:triton-gpu-*"
-                                    }
+                                    "ArnEquals": {"aws:SourceArn": GPU_ALARM_ARNS},
+                                    "StringEquals": {"aws:SourceAccount": "000000000000"},
                                 },
                             }
                         ),
@@ -672,6 +681,239 @@ def test_existing_vpc_key_and_topic_are_used_not_created(existing_stage: Stage) 
         if r["Compliance"] in {"Non-Compliant", "UNKNOWN"}
     ]
     assert open_findings == []
+
+
+# --- least privilege ----------------------------------------------------------------------
+
+
+def _statements(template: dict[str, Any]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("Statement"), list):
+                found.extend(node["Statement"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(template)
+    return found
+
+
+@pytest.mark.parametrize("component", ["network", "model-store", "endpoint", "api"])
+def test_no_grant_matches_another_stage_by_prefix(gpu_stage: Stage, component: str) -> None:
+    # `triton-gpu*` or `triton-gpu-*` would also match a stage named `triton-gpu-staging`.
+    for statement in _statements(gpu_stage.json(component)):
+        text = json.dumps([statement.get("Resource"), statement.get("Condition")])
+        assert "triton-gpu*" not in text and "triton-gpu-*" not in text, statement
+
+
+def test_model_store_key_lets_cloudwatch_in_for_this_stages_alarms_only(gpu_stage: Stage) -> None:
+    gpu_stage.template("model-store").has_resource_properties(
+        "AWS::KMS::Key",
+        {
+            "KeyPolicy": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                                "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
+                                "Condition": {
+                                    "StringEquals": {"aws:SourceAccount": "000000000000"},
+                                    "ArnEquals": {"aws:SourceArn": GPU_ALARM_ARNS},
+                                },
+                            }
+                        )
+                    ]
+                )
+            }
+        },
+    )
+
+
+def test_execution_role_writes_only_its_own_log_group(gpu_stage: Stage) -> None:
+    group = "log-group:/aws/sagemaker/Endpoints/triton-gpu"
+    gpu_stage.template("endpoint").has_resource_properties(
+        "AWS::IAM::Role",
+        {
+            "AssumeRolePolicyDocument": Match.object_like(
+                {
+                    "Statement": [
+                        Match.object_like({"Principal": {"Service": "sagemaker.amazonaws.com"}})
+                    ]
+                }
+            ),
+            "Policies": [
+                Match.object_like(
+                    {
+                        "PolicyDocument": Match.object_like(
+                            {
+                                "Statement": Match.array_with(
+                                    [
+                                        Match.object_like(
+                                            {
+                                                "Sid": "EndpointLogs",
+                                                "Resource": [
+                                                    {
+                                                        "Fn::Join": [
+                                                            "",
+                                                            Match.array_with([f":{group}"]),
+                                                        ]
+                                                    },
+                                                    {
+                                                        "Fn::Join": [
+                                                            "",
+                                                            Match.array_with([f":{group}:*"]),
+                                                        ]
+                                                    },
+                                                ],
+                                            }
+                                        )
+                                    ]
+                                )
+                            }
+                        )
+                    }
+                )
+            ],
+        },
+    )
+
+
+def test_s3_gateway_reaches_only_the_model_store_and_asset_buckets(gpu_stage: Stage) -> None:
+    network = gpu_stage.json("network")
+    (gateway,) = [
+        r
+        for r in network["Resources"].values()
+        if r["Type"] == "AWS::EC2::VPCEndpoint" and r["Properties"]["VpcEndpointType"] == "Gateway"
+    ]
+    statements = gateway["Properties"]["PolicyDocument"]["Statement"]
+    resources = json.dumps([s["Resource"] for s in statements])
+    assert all(s["Effect"] == "Allow" and s["Resource"] != "*" for s in statements), statements
+    assert "model-store:ExportsOutputFnGetAttModelStoreBucket" in resources
+    for bucket in (":s3:::cdk-hnb659fds-assets-", "-starport-layer-bucket/*"):
+        assert bucket in resources, bucket
+    gpu_stage.template("network").has_resource_properties(
+        "AWS::EC2::VPCEndpoint",
+        {
+            "VpcEndpointType": "Gateway",
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Sid": "ModelStoreAndAssets",
+                                "Resource": Match.array_with(
+                                    [
+                                        {
+                                            "Fn::ImportValue": Match.string_like_regexp(
+                                                "ModelStoreBucket"
+                                            )
+                                        }
+                                    ]
+                                ),
+                            }
+                        )
+                    ]
+                )
+            },
+        },
+    )
+
+
+def test_interface_endpoints_serve_this_account_only(gpu_stage: Stage) -> None:
+    network = gpu_stage.json("network")
+    interfaces = [
+        r["Properties"]
+        for r in network["Resources"].values()
+        if r["Type"] == "AWS::EC2::VPCEndpoint"
+        and r["Properties"]["VpcEndpointType"] == "Interface"
+    ]
+    assert len(interfaces) == 7
+    for properties in interfaces:
+        assert properties["PolicyDocument"]["Statement"] == [
+            {
+                "Action": "*",
+                "Condition": {"StringEquals": {"aws:PrincipalAccount": {"Ref": "AWS::AccountId"}}},
+                "Effect": "Allow",
+                "Principal": {"AWS": "*"},
+                "Resource": "*",
+                "Sid": "ThisAccountOnly",
+            }
+        ], properties["ServiceName"]
+
+
+def test_endpoint_egress_is_s3_prefix_list_and_interface_endpoints_only(gpu_stage: Stage) -> None:
+    template = gpu_stage.template("network")
+    template.has_resource_properties(
+        "AWS::EC2::SecurityGroupEgress",
+        {"DestinationPrefixListId": "pl-63a5400a", "IpProtocol": "tcp", "FromPort": 443},
+    )
+    template.has_resource_properties(
+        "AWS::EC2::SecurityGroupEgress",
+        {"DestinationSecurityGroupId": Match.any_value(), "FromPort": 443},
+    )
+    assert "0.0.0.0/0" not in json.dumps(gpu_stage.json("network"))
+
+
+@pytest.mark.parametrize(
+    ("component", "groups"),
+    [
+        ("network", ["vpc-flow-logs"]),
+        ("api", ["front-door-function", "front-door-access"]),
+    ],
+)
+def test_every_log_group_has_a_key_that_serves_only_it(
+    gpu_stage: Stage, component: str, groups: list[str]
+) -> None:
+    stack = f"triton-gpu-gpu-{component}"
+    document = gpu_stage.json(component)
+    log_groups = [
+        r["Properties"]
+        for r in document["Resources"].values()
+        if r["Type"] == "AWS::Logs::LogGroup"
+    ]
+    assert sorted(g["LogGroupName"] for g in log_groups) == sorted(
+        f"/deploy/{stack}/{name}" for name in groups
+    )
+    assert all("Fn::GetAtt" in g["KmsKeyId"] for g in log_groups), log_groups
+    gpu_stage.template(component).has_resource_properties(
+        "AWS::KMS::Key",
+        {
+            "EnableKeyRotation": True,
+            "KeyPolicy": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Principal": {
+                                    "Service": {
+                                        "Fn::Join": [
+                                            "",
+                                            ["logs.", {"Ref": "AWS::Region"}, ".amazonaws.com"],
+                                        ]
+                                    }
+                                },
+                                "Condition": {
+                                    "ArnEquals": {
+                                        "kms:EncryptionContext:aws:logs:arn": [
+                                            f"arn:aws:logs:us-east-1:000000000000:log-group:"
+                                            f"/deploy/{stack}/{name}"
+                                            for name in groups
+                                        ]
+                                    }
+                                },
+                            }
+                        )
+                    ]
+                )
+            },
+        },
+    )
 
 
 # --- cfn-lint and cdk-nag ----------------------------------------------------------------

@@ -107,8 +107,8 @@ def test_dry_run_shows_the_single_model_plan_and_its_price(aws: str, tmp_path: P
     assert infra["instance_type"] == (None, INSTANCE)
     assert infra["min_instance_count"] == (None, "1") and infra["max_instance_count"] == (None, "2")
     assert [r["stack"] for r in plan["resources"]] == [
-        "deploy-triton-inf1dry-network",
         "deploy-triton-inf1dry-model-store",
+        "deploy-triton-inf1dry-network",
         "deploy-triton-inf1dry-endpoint",
     ]
     cost = plan["cost"]
