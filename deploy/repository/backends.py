@@ -26,7 +26,7 @@ BACKEND_DEFAULT_FILES: dict[str, str | None] = {
     "python": "model.py",
     "openvino": "model.xml",
     "dali": "model.dali",
-    "fil": "xgboost.model",
+    "fil": "xgboost.model",  # with model_type "xgboost"; see FIL_MODEL_FILES
     "tensorflow": None,  # model.graphdef or model.savedmodel, by platform
     "identity": None,
     "repeat": None,
@@ -62,6 +62,33 @@ FILE_BACKENDS: dict[str, str] = {
 }
 
 
+# FIL backend: the file it loads depends on the `model_type` parameter
+# (triton-inference-server/fil_backend, docs/model_config.md "Model Filenames",
+# src/model.h); "xgboost" is the default when the parameter is absent.
+FIL_MODEL_TYPE_PARAMETER = "model_type"
+FIL_MODEL_FILES: dict[str, str] = {
+    "xgboost": "xgboost.model",
+    "xgboost_json": "xgboost.json",
+    "xgboost_ubj": "xgboost.ubj",
+    "lightgbm": "model.txt",
+    "treelite_checkpoint": "checkpoint.tl",
+}
+
+# Backends whose default file may legitimately be absent: DALI serializes a
+# pipeline found in the version folder when model.dali is missing
+# ("autoserialization", triton-inference-server/dali_backend README).
+OPTIONAL_DEFAULT_FILES: frozenset[str] = frozenset({"dali"})
+
+# Backends Triton's core checks `platform` against (core `GetBackendType`);
+# any other backend (python, fil, custom ones) accepts any platform value.
+TYPED_BACKENDS: dict[str, str] = {
+    "tensorflow": "tensorflow",
+    "tensorrt": "tensorrt",
+    "onnxruntime": "onnxruntime",
+    "pytorch": "pytorch",
+}
+
+
 def backend_of(platform: str, backend: str, files: frozenset[str] = frozenset()) -> str:
     """The backend that serves a model: `backend`, else from `platform`, else from its files.
 
@@ -77,13 +104,30 @@ def backend_of(platform: str, backend: str, files: frozenset[str] = frozenset())
     return ""
 
 
-def default_model_file(platform: str, backend: str, default_model_filename: str) -> str | None:
-    """The file a version folder must hold, or None when the backend names none."""
+def default_model_file(
+    platform: str,
+    backend: str,
+    default_model_filename: str,
+    parameters: dict[str, str] | None = None,
+) -> str | None:
+    """The file a version folder must hold, or None when it cannot be told offline.
+
+    `parameters` are the config's string parameters (FIL picks its file by
+    `model_type`). None also for backends this table does not know: their
+    file is the backend's own business.
+    """
     if default_model_filename:
         return default_model_filename
     if platform in PLATFORM_DEFAULT_FILES:
         return PLATFORM_DEFAULT_FILES[platform]
+    if backend == "fil":
+        model_type = (parameters or {}).get(FIL_MODEL_TYPE_PARAMETER, "xgboost")
+        return FIL_MODEL_FILES.get(model_type)
     return BACKEND_DEFAULT_FILES.get(backend)
+
+
+def is_known_backend(backend: str) -> bool:
+    return backend in BACKEND_DEFAULT_FILES
 
 
 def v2_datatype(config_type_name: str) -> str:

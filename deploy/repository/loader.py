@@ -3,8 +3,11 @@
 Every `config.pbtxt` is parsed with Triton's own schema (`model_config_pb2`
 from tritonclient) through `google.protobuf.text_format`. A missing config is
 inferred only where Triton itself can fill one in from the model file
-(ONNX, TensorRT plan, TF SavedModel); anything unreadable is recorded as a
-`LoadProblem` rather than raised, so one bad model does not hide the others.
+(ONNX, TensorRT plan, TF SavedModel, a python `model.py`). A python model
+whose `model.py` defines `auto_complete_config` gets the config that hook
+completes, as on SageMaker (`deploy.repository.autocomplete`, run in a
+separate process). Anything unreadable is recorded as a `LoadProblem` rather
+than raised, so one bad model does not hide the others.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 from google.protobuf import text_format
 
 from deploy.errors import RepositoryError
+from deploy.repository.autocomplete import AUTO_COMPLETE_TIMEOUT_S, complete_config, defines_hook
 from deploy.repository.backends import AUTOCOMPLETE_FILES, backend_of, v2_datatype
 from deploy.repository.files import (
     check_name,
@@ -37,6 +41,8 @@ from deploy.repository.model import (
 )
 from deploy.repository.schema import model_config_pb2
 
+PYTHON_MODEL_FILE = "model.py"
+
 
 def parse_config(text: str) -> Any:
     """Parse config.pbtxt text into a `ModelConfig` (raises text_format.ParseError)."""
@@ -45,8 +51,16 @@ def parse_config(text: str) -> Any:
     return config
 
 
-def load_repository(root: Path) -> Repository:
-    """Read every model folder of `root` (folders starting with '.' are not models)."""
+def format_config(config: Any) -> str:
+    """`config` as config.pbtxt text."""
+    return str(text_format.MessageToString(config))
+
+
+def load_repository(root: Path, *, timeout: float = AUTO_COMPLETE_TIMEOUT_S) -> Repository:
+    """Read every model folder of `root` (folders starting with '.' are not models).
+
+    `timeout` bounds each python model's `auto_complete_config`.
+    """
     try:
         is_dir = root.is_dir()
     except OSError as exc:
@@ -72,7 +86,7 @@ def load_repository(root: Path) -> Repository:
         except OSError as exc:
             problems.append(_problem(folder, unreadable(folder, exc)))
             continue
-        loaded = load_model(folder)
+        loaded = load_model(folder, timeout=timeout)
         if isinstance(loaded, LoadProblem):
             problems.append(loaded)
         else:
@@ -80,12 +94,31 @@ def load_repository(root: Path) -> Repository:
     return Repository(root=root, models=models, problems=tuple(problems))
 
 
-def load_model(folder: Path) -> Model | LoadProblem:
-    """Read one model folder; anything unreadable in it is a `LoadProblem` naming the path."""
+def completed_config(folder: Path, *, timeout: float = AUTO_COMPLETE_TIMEOUT_S) -> Any:
+    """The config Triton would load `folder` with: config.pbtxt, inferred or auto-completed.
+
+    For packaging and serving a model that relies on auto-completion; raises
+    `RepositoryError` (naming the file and the fix) when there is none.
+    """
+    loaded = load_model(folder, timeout=timeout)
+    if isinstance(loaded, LoadProblem):
+        raise RepositoryError(
+            f"model {loaded.model!r}: {loaded.message}",
+            where=str(loaded.file) + (f": {loaded.field}" if loaded.field else ""),
+            fix=loaded.fix,
+        )
+    return loaded.config
+
+
+def load_model(folder: Path, *, timeout: float = AUTO_COMPLETE_TIMEOUT_S) -> Model | LoadProblem:
+    """Read one model folder; anything unreadable in it is a `LoadProblem` naming the path.
+
+    `timeout` bounds a python model's `auto_complete_config`.
+    """
     try:
         check_name(folder)
         model_entries(folder)  # refuses unreadable folders, non-UTF-8 names, special files
-        return _load_model(folder)
+        return _load_model(folder, timeout)
     except RepositoryError as exc:
         return _problem(folder, exc)
     except OSError as exc:
@@ -102,7 +135,7 @@ def _problem(folder: Path, exc: RepositoryError) -> LoadProblem:
     )
 
 
-def _load_model(folder: Path) -> Model | LoadProblem:
+def _load_model(folder: Path, timeout: float) -> Model | LoadProblem:
     versions = _versions(folder)
     config_path = folder / CONFIG_FILE
     inferred_from = ""
@@ -126,10 +159,42 @@ def _load_model(folder: Path) -> Model | LoadProblem:
                 field="",
                 message="no config.pbtxt, and Triton cannot infer one for this model",
                 fix="write config.pbtxt (name, backend or platform, inputs, outputs); Triton "
-                "infers configs only for model.onnx, model.plan and model.savedmodel",
+                "infers configs only for model.onnx, model.plan, model.savedmodel and a "
+                "python model.py (whose auto_complete_config states its inputs and outputs)",
             )
         config, inferred_from = inferred
-    return _model(folder, config, config_path if not inferred_from else None, versions)
+    hook = _auto_complete_hook(config, versions)
+    if hook is not None:
+        try:
+            config = complete_config(hook, config, timeout=timeout)
+        except RepositoryError as exc:
+            return LoadProblem(
+                model=folder.name,
+                file=hook,
+                field="TritonPythonModel.auto_complete_config",
+                message=exc.message,
+                fix=exc.fix or "",
+            )
+    return _model(
+        folder,
+        config,
+        config_path if not inferred_from else None,
+        versions,
+        auto_completed=hook is not None,
+    )
+
+
+def _auto_complete_hook(config: Any, versions: tuple[ModelVersion, ...]) -> Path | None:
+    """The latest version's model.py when it defines `auto_complete_config`, else None."""
+    top_level = frozenset(c.name for v in versions for c in v.path.iterdir())
+    if backend_of(config.platform, config.backend, top_level) != "python" or config.runtime:
+        return None
+    filename = config.default_model_filename or PYTHON_MODEL_FILE
+    for version in reversed(versions):
+        script = version.path / filename
+        if script.is_file():
+            return script if defines_hook(script) else None
+    return None
 
 
 def _field_of(message: str) -> str:
@@ -161,6 +226,11 @@ def _infer_config(name: str, versions: tuple[ModelVersion, ...]) -> tuple[Any, s
                 if filename == "model.onnx":
                     _onnx_io(version.path / filename, config)
                 return config, filename
+    # Triton then fills in backend "python" from a model.py (core
+    # `AutoCompleteBackendFields`); the python backend completes the rest.
+    for version in versions:
+        if (version.path / PYTHON_MODEL_FILE).is_file():
+            return model_config_pb2.ModelConfig(name=name, backend="python"), PYTHON_MODEL_FILE
     return None
 
 
@@ -235,7 +305,12 @@ def _tensors(entries: Any) -> tuple[Tensor, ...]:
 
 
 def _model(
-    folder: Path, config: Any, config_path: Path | None, versions: tuple[ModelVersion, ...]
+    folder: Path,
+    config: Any,
+    config_path: Path | None,
+    versions: tuple[ModelVersion, ...],
+    *,
+    auto_completed: bool = False,
 ) -> Model:
     top_level = frozenset(p.parts[0] for v in versions for p in v.files)
     top_level |= frozenset(c.name for v in versions for c in v.path.iterdir() if c.is_dir())
@@ -276,12 +351,13 @@ def _model(
         label_files=tuple(sorted({t.label_filename for t in outputs if t.label_filename})),
         python_files=python_files,
         inferred_from="" if config_path is not None else _inferred_name(folder, versions),
+        auto_completed=auto_completed,
     )
 
 
 def _inferred_name(folder: Path, versions: tuple[ModelVersion, ...]) -> str:
     for version in versions:
-        for filename in AUTOCOMPLETE_FILES:
+        for filename in (*AUTOCOMPLETE_FILES, PYTHON_MODEL_FILE):
             if (version.path / filename).exists():
                 return filename
     return ""

@@ -64,6 +64,7 @@ class Model:
     label_files: tuple[str, ...] = ()
     python_files: tuple[Path, ...] = ()  # model.py of python-backend versions
     inferred_from: str = ""  # the model file a missing config was inferred from
+    auto_completed: bool = False  # config completed by model.py's auto_complete_config
 
     @property
     def kind(self) -> ModelKind:
@@ -76,6 +77,20 @@ class Model:
     @property
     def config_name(self) -> str:
         return str(self.config.name)
+
+    @property
+    def config_source(self) -> str:
+        """Where the config comes from, in words (for `deploy validate --show-config`)."""
+        hook = "auto_complete_config in model.py"
+        if self.config_path is not None:
+            return (
+                f"{self.config_path.name} completed by {hook}"
+                if self.auto_completed
+                else (self.config_path.name)
+            )
+        if self.auto_completed:
+            return hook
+        return f"inferred by Triton from {self.inferred_from}"
 
 
 @dataclass(frozen=True)

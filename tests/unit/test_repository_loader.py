@@ -64,6 +64,7 @@ def test_unparseable_config_is_a_problem_naming_file_and_field(tmp_path: Path) -
 def test_missing_config_is_inferred_only_where_triton_can(tmp_path: Path) -> None:
     write(tmp_path / "plan" / "1" / "model.plan", "x")
     write(tmp_path / "py" / "1" / "model.py", "x")
+    write(tmp_path / "weights" / "1" / "model.bin", "x")
     repo = load_repository(tmp_path)
     plan = repo.models["plan"]
     assert (plan.platform, plan.backend, plan.config_path, plan.inferred_from) == (
@@ -72,8 +73,12 @@ def test_missing_config_is_inferred_only_where_triton_can(tmp_path: Path) -> Non
         None,
         "model.plan",
     )
+    # Triton fills in backend "python" from model.py; no hook: nothing else.
+    python = repo.models["py"]
+    assert (python.backend, python.inferred_from, python.auto_completed) == ("python", "model.py", False)
+    assert (python.inputs, python.outputs) == ((), ())
     (problem,) = repo.problems
-    assert problem.model == "py"
+    assert problem.model == "weights"
     assert problem.message == "no config.pbtxt, and Triton cannot infer one for this model"
 
 

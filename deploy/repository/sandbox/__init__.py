@@ -1,0 +1,7 @@
+"""Files run in a separate Python process, never imported by `deploy` itself.
+
+`autocomplete_stub.py` is the script `deploy.repository.autocomplete` starts
+to call a python model's `auto_complete_config`, with
+`triton_python_backend_utils.py` standing in for the python backend's module
+of that name.
+"""
