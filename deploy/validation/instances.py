@@ -13,6 +13,9 @@ _GPUS: dict[str, dict[str, int]] = {
     "p5": {"48xlarge": 8},
 }
 _CPU_FAMILIES = ("c", "m", "r", "t", "inf", "trn")
+# The most GPUs any SageMaker hosting instance has: a GPU id at or past it
+# exists nowhere.
+MAX_GPUS = max(count for sizes in _GPUS.values() for count in sizes.values())
 
 
 def gpu_count(instance_type: str) -> int | None:

@@ -75,7 +75,11 @@ def test_missing_config_is_inferred_only_where_triton_can(tmp_path: Path) -> Non
     )
     # Triton fills in backend "python" from model.py; no hook: nothing else.
     python = repo.models["py"]
-    assert (python.backend, python.inferred_from, python.auto_completed) == ("python", "model.py", False)
+    assert (python.backend, python.inferred_from, python.auto_completed) == (
+        "python",
+        "model.py",
+        False,
+    )
     assert (python.inputs, python.outputs) == ((), ())
     (problem,) = repo.problems
     assert problem.model == "weights"

@@ -2,11 +2,13 @@
 
 They re-implement offline what Triton checks when it loads a model
 (triton-inference-server/core `model_config_utils.cc`, `ensemble_utils.cc`),
-plus what SageMaker multi-model hosting adds.
+plus what SageMaker multi-model hosting adds. An error is something Triton,
+as SageMaker runs it, refuses; whatever it accepts but serves badly is a
+warning with a fix.
 """
 
 from __future__ import annotations
 
-from . import config, ensemble, files, torchscript
+from . import config, ensemble, files, python, scheduling, torchscript
 
-__all__ = ["config", "ensemble", "files", "torchscript"]
+__all__ = ["config", "ensemble", "files", "python", "scheduling", "torchscript"]

@@ -7,34 +7,42 @@ from collections.abc import Iterator
 from typing import Any
 
 from deploy.repository import Model
-from deploy.repository.backends import (
-    BACKEND_DEFAULT_FILES,
-    ENSEMBLE_PLATFORM,
-    PLATFORM_BACKENDS,
-)
+from deploy.repository.backends import ENSEMBLE_PLATFORM, PLATFORM_BACKENDS, TYPED_BACKENDS
 from deploy.repository.schema import model_config_pb2 as pb
 from deploy.validation.diagnostics import Diagnostic, error, warning
-from deploy.validation.instances import gpu_count
+from deploy.validation.instances import MAX_GPUS, gpu_count
 from deploy.validation.registry import Context, model_rule
 
 
 @model_rule
 def name_matches_folder(ctx: Context, model: Model) -> Iterator[Diagnostic]:
+    # Triton accepts it: on a SageMaker multi-model endpoint the model is
+    # registered under its TargetModel, whatever `name` says (seen on the real
+    # tritonserver in MME mode).
     if model.config_name and model.config_name != model.name:
-        yield error(
+        yield warning(
             model.name,
             ctx.file_of(model),
             "name",
-            f'name "{model.config_name}" differs from the folder name "{model.name}"',
-            f'set name: "{model.name}" (or rename the folder); Triton serves the folder name',
+            f'name "{model.config_name}" differs from the folder name "{model.name}": Triton '
+            "accepts it, and on a SageMaker multi-model endpoint clients call the model by its "
+            f'TargetModel ("{model.name}-<hash>.tar.gz"; "{model.name}" in the manifest), '
+            f'never "{model.config_name}"',
+            f'set name: "{model.name}" (or remove name) so logs, BLS calls and the manifest '
+            "agree on one name",
         )
+
+
+# Files from which Triton fills in a missing backend when `platform` is one it
+# does not know (core `AutoCompleteBackendFields`): those of backends it does
+# not check platforms against.
+_UNTYPED_BACKEND_FILES = {"model.py": "python", "model.xml": "openvino"}
 
 
 @model_rule
 def platform_and_backend(ctx: Context, model: Model) -> Iterator[Diagnostic]:
     platform, backend = model.config.platform, model.config.backend
     file = ctx.file_of(model)
-    known_platforms = sorted([*PLATFORM_BACKENDS, ENSEMBLE_PLATFORM])
     if not platform and not backend:
         if not model.backend:  # Triton fills it in only from a default model file
             yield error(
@@ -47,7 +55,21 @@ def platform_and_backend(ctx: Context, model: Model) -> Iterator[Diagnostic]:
                 '(e.g. platform: "onnxruntime_onnx")',
             )
         return
-    if platform and platform not in known_platforms:
+    if platform == ENSEMBLE_PLATFORM:
+        if backend:
+            yield error(
+                model.name,
+                file,
+                "backend",
+                f'an ensemble has no backend (got "{backend}")',
+                "remove backend from the ensemble's config",
+            )
+        return
+    known_platforms = sorted([*PLATFORM_BACKENDS, ENSEMBLE_PLATFORM])
+    typed = TYPED_BACKENDS.get(backend)
+    if not backend and platform not in PLATFORM_BACKENDS:
+        if model.config.default_model_filename in _UNTYPED_BACKEND_FILES:
+            return  # Triton fills in python/openvino, which accept any platform value
         yield error(
             model.name,
             file,
@@ -55,31 +77,18 @@ def platform_and_backend(ctx: Context, model: Model) -> Iterator[Diagnostic]:
             f'unknown platform "{platform}"',
             f"use one of {', '.join(known_platforms)}, or set backend instead",
         )
-        return
-    if platform == ENSEMBLE_PLATFORM and backend:
+    elif typed is not None and platform and PLATFORM_BACKENDS.get(platform) != typed:
+        served_by = PLATFORM_BACKENDS.get(platform)
         yield error(
             model.name,
             file,
             "backend",
-            f'an ensemble has no backend (got "{backend}")',
-            "remove backend from the ensemble's config",
-        )
-    elif platform and backend and PLATFORM_BACKENDS.get(platform) != backend:
-        yield error(
-            model.name,
-            file,
-            "backend",
-            f'platform "{platform}" is served by backend "{PLATFORM_BACKENDS[platform]}", '
-            f'not "{backend}"',
-            f'set backend: "{PLATFORM_BACKENDS[platform]}" or remove one of the two fields',
-        )
-    elif backend and backend not in BACKEND_DEFAULT_FILES and not platform:
-        yield warning(
-            model.name,
-            file,
-            "backend",
-            f'backend "{backend}" is not one the SageMaker Triton image ships',
-            "check the spelling, or make sure the image you deploy has this backend",
+            f'platform "{platform}" is served by backend "{served_by}", not "{backend}"'
+            if served_by
+            else f'backend "{backend}" does not serve platform "{platform}"',
+            f'set backend: "{served_by}" or remove one of the two fields'
+            if served_by
+            else "remove platform, or set the platform of this backend",
         )
 
 
@@ -92,6 +101,7 @@ def _tensor_fields(model: Model) -> Iterator[tuple[str, Any]]:
 
 @model_rule
 def tensors(ctx: Context, model: Model) -> Iterator[Diagnostic]:
+    """Triton's `ValidateModelInput`/`ValidateModelOutput`/`ValidateIOShape`."""
     file = ctx.file_of(model)
     for group, entries in (("input", model.config.input), ("output", model.config.output)):
         seen: set[str] = set()
@@ -100,14 +110,16 @@ def tensors(ctx: Context, model: Model) -> Iterator[Diagnostic]:
             if not tensor.name:
                 yield error(model.name, file, f"{where}.name", f"{group} has no name", "name it")
             elif tensor.name in seen:
-                yield error(
+                # Triton loads it and keeps one entry per name.
+                yield warning(
                     model.name,
                     file,
                     f"{where}.name",
-                    f'duplicate {group} name "{tensor.name}"',
-                    f"give every {group} a distinct name",
+                    f'duplicate {group} name "{tensor.name}": Triton keeps only one of them',
+                    f"give every {group} a distinct name, or remove the duplicate",
                 )
             seen.add(tensor.name)
+    trt = model.config.platform == "tensorrt_plan"
     for where, tensor in _tensor_fields(model):
         if tensor.data_type == pb.TYPE_INVALID:
             yield error(
@@ -117,7 +129,7 @@ def tensors(ctx: Context, model: Model) -> Iterator[Diagnostic]:
                 f'"{tensor.name}" has no data_type',
                 "set data_type, e.g. data_type: TYPE_FP32",
             )
-        if not tensor.dims and not (model.max_batch_size > 0 and tensor.HasField("reshape")):
+        if not tensor.dims:
             yield error(
                 model.name,
                 file,
@@ -137,137 +149,132 @@ def tensors(ctx: Context, model: Model) -> Iterator[Diagnostic]:
                 break
         if tensor.HasField("reshape"):
             yield from _reshape(model, file, where, tensor)
+        if (
+            where.startswith("input")
+            and tensor.format in _THREE_DIM_FORMATS
+            and len(tensor.dims) != 3
+        ):
+            yield error(
+                model.name,
+                file,
+                f"{where}.format",
+                f'"{tensor.name}" has format {pb.ModelInput.Format.Name(tensor.format)}, which '
+                f"needs exactly 3 dims (has {len(tensor.dims)})",
+                "give 3 dims (without the batch dimension), or remove format",
+            )
+        if tensor.is_shape_tensor and not trt:
+            yield error(
+                model.name,
+                file,
+                f"{where}.is_shape_tensor",
+                f'"{tensor.name}" is a shape tensor, which only the TensorRT platform supports',
+                "remove is_shape_tensor",
+            )
+        if tensor.is_non_linear_format_io:
+            if not trt:
+                yield error(
+                    model.name,
+                    file,
+                    f"{where}.is_non_linear_format_io",
+                    f'"{tensor.name}" uses a non-linear IO format, which only the TensorRT '
+                    "platform supports",
+                    "remove is_non_linear_format_io",
+                )
+            elif len(tensor.dims) != 3:
+                yield error(
+                    model.name,
+                    file,
+                    f"{where}.dims",
+                    f'"{tensor.name}" uses a non-linear IO format, which needs exactly 3 dims',
+                    "give 3 dims, or remove is_non_linear_format_io",
+                )
+
+
+_THREE_DIM_FORMATS = {pb.ModelInput.FORMAT_NHWC, pb.ModelInput.FORMAT_NCHW}
+
+
+def _element_count(dims: list[int]) -> int:
+    """Triton's `GetElementCount`: -1 with any variable dimension, 0 for no dims."""
+    if -1 in dims:
+        return -1
+    return math.prod(dims) if dims else 0
+
+
+def _trunks(dims: list[int]) -> list[int]:
+    """Element counts of the runs between variable-size (-1) dimensions."""
+    counts, current = [], 1
+    for dim in dims:
+        if dim == -1:
+            counts.append(current)
+            current = 1
+        else:
+            current *= dim
+    return [*counts, current]
 
 
 def _reshape(model: Model, file: str, where: str, tensor: Any) -> Iterator[Diagnostic]:
+    """Triton's reshape checks (core `ValidateIOShape`)."""
     dims, shape = list(tensor.dims), list(tensor.reshape.shape)
+    field = f"{where}.reshape.shape"
+    if not shape and model.max_batch_size == 0:
+        yield error(
+            model.name,
+            file,
+            field,
+            f'"{tensor.name}" has an empty reshape, but a model without batching '
+            "(max_batch_size: 0) cannot have scalar tensors",
+            "reshape to [ 1 ], or set max_batch_size > 0",
+        )
+        return
     for dim in shape:
         if dim == 0 or dim < -1:
             yield error(
                 model.name,
                 file,
-                f"{where}.reshape.shape",
+                field,
                 f'"{tensor.name}" reshape has invalid dimension {dim}',
                 "use a positive size, or -1 for a variable-size dimension",
             )
             return
-    variable_dims, variable_shape = dims.count(-1), shape.count(-1)
-    if variable_dims != variable_shape:
+    if not dims:
+        return  # reported above
+    dims_size, shape_size = _element_count(dims), _element_count(shape)
+    if dims_size != shape_size and (shape_size != 0 or dims_size != 1):
         yield error(
             model.name,
             file,
-            f"{where}.reshape.shape",
-            f'"{tensor.name}" dims {dims} and reshape {shape} have different numbers of '
+            field,
+            f'"{tensor.name}" dims {dims} and reshape {shape} hold different numbers of elements',
+            "make reshape hold as many elements as dims, with -1 exactly where dims has -1",
+        )
+    elif dims_size == -1 and _trunks(dims) != _trunks(shape):
+        yield error(
+            model.name,
+            file,
+            field,
+            f'"{tensor.name}" dims {dims} and reshape {shape} differ between their '
             "variable-size (-1) dimensions",
-            "use -1 in reshape exactly where the data can vary",
-        )
-    elif math.prod(d for d in dims if d != -1) != math.prod(d for d in shape if d != -1):
-        yield error(
-            model.name,
-            file,
-            f"{where}.reshape.shape",
-            f'"{tensor.name}" dims {dims} hold {math.prod(dims)} elements but reshape '
-            f"{shape} holds {math.prod(shape)}",
-            "make reshape's element count equal to that of dims",
+            "keep -1 in the same places, and equal element counts between them "
+            "(e.g. [2, 4, -1] -> [8, -1])",
         )
 
 
-@model_rule
-def batching(ctx: Context, model: Model) -> Iterator[Diagnostic]:
-    file = ctx.file_of(model)
-    config = model.config
-    if config.max_batch_size < 0:
-        yield error(
-            model.name,
-            file,
-            "max_batch_size",
-            f"max_batch_size is negative ({config.max_batch_size})",
-            "use 0 (no batching) or a positive batch size",
-        )
-    if not config.HasField("dynamic_batching"):
-        return
-    if config.max_batch_size == 0:
-        yield warning(
-            model.name,
-            file,
-            "dynamic_batching",
-            "dynamic_batching with max_batch_size: 0 is accepted and ignored by Triton",
-            "set max_batch_size > 0 to batch requests, or remove dynamic_batching",
-        )
-        return
-    for size in config.dynamic_batching.preferred_batch_size:
-        if size > config.max_batch_size or size <= 0:
-            yield error(
-                model.name,
-                file,
-                "dynamic_batching.preferred_batch_size",
-                f"preferred batch size {size} is outside 1..max_batch_size "
-                f"({config.max_batch_size})",
-                "use preferred sizes between 1 and max_batch_size",
-            )
+_KIND = pb.ModelInstanceGroup
 
 
 @model_rule
 def instance_groups(ctx: Context, model: Model) -> Iterator[Diagnostic]:
+    """Triton's `NormalizeInstanceGroup` and `ValidateInstanceGroup` for SageMaker instances."""
     file = ctx.file_of(model)
     gpus = gpu_count(ctx.instance_type) if ctx.instance_type else None
+    limit = gpus if gpus else MAX_GPUS  # without --instance: what the largest instance has
+    on = (
+        f"on {ctx.instance_type} ({gpus} GPU(s))"
+        if gpus
+        else (f"on any SageMaker instance (at most {MAX_GPUS} GPUs)")
+    )
     for index, group in enumerate(model.config.instance_group):
         where = f"instance_group[{index}]"
-        if group.count < 0:
-            yield error(
-                model.name,
-                file,
-                f"{where}.count",
-                f"instance count is negative ({group.count})",
-                "use a count of 1 or more",
-            )
-        negative = [g for g in group.gpus if g < 0]
-        if negative:
-            yield error(
-                model.name,
-                file,
-                f"{where}.gpus",
-                f"GPU ids must not be negative (got {negative[0]})",
-                "list GPU ids from 0",
-            )
-        if group.gpus and group.kind not in (
-            pb.ModelInstanceGroup.KIND_GPU,
-            pb.ModelInstanceGroup.KIND_AUTO,
-        ):
-            yield error(
-                model.name,
-                file,
-                f"{where}.gpus",
-                "gpus are listed for a group that is not KIND_GPU",
-                "remove gpus, or set kind: KIND_GPU",
-            )
-        if gpus is not None and gpus > 0:
-            beyond = [g for g in group.gpus if g >= gpus]
-            if beyond:
-                yield error(
-                    model.name,
-                    file,
-                    f"{where}.gpus",
-                    f"GPU {beyond[0]} does not exist on {ctx.instance_type} ({gpus} GPU(s))",
-                    f"use GPU ids 0..{gpus - 1}, or leave gpus out to use all of them",
-                )
-        if group.kind == pb.ModelInstanceGroup.KIND_GPU and gpus == 0:
-            if model.backend == "python":
-                yield warning(
-                    model.name,
-                    file,
-                    f"{where}.kind",
-                    f"KIND_GPU on a python-backend model, but {ctx.instance_type} has no GPU",
-                    "use kind: KIND_CPU on CPU instances (python models run on the CPU anyway)",
-                )
-            else:
-                yield error(
-                    model.name,
-                    file,
-                    f"{where}.kind",
-                    f"KIND_GPU, but {ctx.instance_type} has no GPU; Triton refuses to load it",
-                    "use kind: KIND_CPU, or a GPU instance type",
-                )
         if model.kind == "ensemble":
             yield error(
                 model.name,
@@ -276,72 +283,80 @@ def instance_groups(ctx: Context, model: Model) -> Iterator[Diagnostic]:
                 "an ensemble takes no instance_group (its steps run on their own instances)",
                 "remove instance_group from the ensemble; set it on the composing models",
             )
-
-
-_CONTROL_KINDS = {
-    pb.ModelSequenceBatching.Control.CONTROL_SEQUENCE_START: "START",
-    pb.ModelSequenceBatching.Control.CONTROL_SEQUENCE_READY: "READY",
-    pb.ModelSequenceBatching.Control.CONTROL_SEQUENCE_END: "END",
-    pb.ModelSequenceBatching.Control.CONTROL_SEQUENCE_CORRID: "CORRID",
-}
-_CORRID_TYPES = {pb.TYPE_UINT64, pb.TYPE_INT64, pb.TYPE_UINT32, pb.TYPE_INT32, pb.TYPE_STRING}
-
-
-@model_rule
-def sequence_controls(ctx: Context, model: Model) -> Iterator[Diagnostic]:
-    if not model.config.HasField("sequence_batching"):
-        return
-    file = ctx.file_of(model)
-    seen: dict[int, str] = {}
-    for index, control_input in enumerate(model.config.sequence_batching.control_input):
-        where = f"sequence_batching.control_input[{index}]"
-        if not control_input.name:
-            yield error(model.name, file, f"{where}.name", "control input has no name", "name it")
-        if len(control_input.control) != 1:
+            continue
+        if group.count < 0:
+            # Triton replaces a count below 1 with its default (1, or 2 for ONNX/TF on CPU).
+            yield warning(
+                model.name,
+                file,
+                f"{where}.count",
+                f"instance count is negative ({group.count}); Triton uses its default count",
+                "use a count of 1 or more, or leave count out",
+            )
+        if group.gpus and group.kind in (_KIND.KIND_CPU, _KIND.KIND_MODEL):
             yield error(
                 model.name,
                 file,
-                f"{where}.control",
-                f'control input "{control_input.name}" must have exactly one control '
-                f"(has {len(control_input.control)})",
-                "declare one control per control input",
+                f"{where}.gpus",
+                f"gpus are listed for a {_KIND.Kind.Name(group.kind)} group",
+                "remove gpus, or set kind: KIND_GPU",
             )
-        for control in control_input.control:
-            label = _CONTROL_KINDS.get(control.kind, str(control.kind))
-            if control.kind in seen:
-                yield error(
-                    model.name,
-                    file,
-                    f"{where}.control",
-                    f"control {label} is declared twice "
-                    f'("{seen[control.kind]}" and "{control_input.name}")',
-                    "declare each control kind once",
-                )
-            seen[control.kind] = control_input.name
-            if control.kind == pb.ModelSequenceBatching.Control.CONTROL_SEQUENCE_CORRID:
-                if control.data_type not in _CORRID_TYPES:
-                    yield error(
-                        model.name,
-                        file,
-                        f"{where}.control.data_type",
-                        "the CORRID control needs data_type UINT64, INT64, UINT32, INT32 or STRING",
-                        "set data_type: TYPE_UINT64",
-                    )
-                continue
-            values = [
-                len(control.int32_false_true),
-                len(control.fp32_false_true),
-                len(control.bool_false_true),
-            ]
-            if sorted(values) != [0, 0, 2]:
-                yield error(
-                    model.name,
-                    file,
-                    f"{where}.control",
-                    f"control {label} needs exactly one of int32_false_true, fp32_false_true, "
-                    "bool_false_true, with two values",
-                    "e.g. int32_false_true: [ 0, 1 ]",
-                )
+            continue
+        if group.kind == _KIND.KIND_AUTO and group.gpus and gpus == 0:
+            # KIND_AUTO without GPUs becomes KIND_CPU, which must list no GPU.
+            yield error(
+                model.name,
+                file,
+                f"{where}.gpus",
+                f"KIND_AUTO with gpus becomes KIND_CPU on {ctx.instance_type} (no GPU), and a "
+                "KIND_CPU group must not list gpus",
+                "remove gpus, or use a GPU instance type",
+            )
+            continue
+        if group.kind == _KIND.KIND_GPU and gpus == 0:
+            yield error(
+                model.name,
+                file,
+                f"{where}.kind",
+                f"KIND_GPU, but {ctx.instance_type} has no GPU; Triton refuses to load it",
+                "use kind: KIND_CPU, or a GPU instance type",
+            )
+            continue
+        beyond = [g for g in group.gpus if g < 0 or g >= limit]
+        if beyond and group.kind == _KIND.KIND_GPU:
+            yield error(
+                model.name,
+                file,
+                f"{where}.gpus",
+                f"GPU {beyond[0]} does not exist {on}",
+                f"use GPU ids 0..{limit - 1}, or leave gpus out to use all of them",
+            )
+        elif beyond:  # KIND_AUTO falls back to KIND_CPU, which then refuses the gpus
+            yield error(
+                model.name,
+                file,
+                f"{where}.gpus",
+                f"GPU {beyond[0]} does not exist {on}; KIND_AUTO then becomes KIND_CPU, which "
+                "must not list gpus",
+                f"use GPU ids 0..{limit - 1}, or leave gpus out",
+            )
+        if group.profile and model.config.platform != "tensorrt_plan":
+            yield error(
+                model.name,
+                file,
+                f"{where}.profile",
+                "profile is only supported for TensorRT models",
+                "remove profile",
+            )
+        elif any(not p.isdigit() for p in group.profile):
+            yield error(
+                model.name,
+                file,
+                f"{where}.profile",
+                "profile entries must be non-negative integers (TensorRT optimization "
+                "profile indexes)",
+                'use e.g. profile: [ "0" ]',
+            )
 
 
 _NEEDS_ONE_SOURCE = {
@@ -372,19 +387,20 @@ def batch_inputs_outputs(ctx: Context, model: Model) -> Iterator[Diagnostic]:
     for index, batch_input in enumerate(config.batch_input):
         where = f"batch_input[{index}]"
         if not batch_input.target_name:
-            yield error(
+            # Triton loads it; the backend then gets an input with an empty name.
+            yield warning(
                 model.name,
                 file,
                 f"{where}.target_name",
-                "batch input has no target_name",
-                "name it",
+                "batch input has no target_name, so the model receives it under an empty name",
+                "set target_name to the model input it feeds",
             )
-        if batch_input.data_type not in (pb.TYPE_FP32, pb.TYPE_INT32, pb.TYPE_INT64):
+        if batch_input.data_type not in (pb.TYPE_FP32, pb.TYPE_INT32):
             yield error(
                 model.name,
                 file,
                 f"{where}.data_type",
-                "batch input data_type must be TYPE_FP32, TYPE_INT32 or TYPE_INT64",
+                "batch input data_type must be TYPE_INT32 or TYPE_FP32",
                 "set data_type: TYPE_INT32",
             )
         sources = list(batch_input.source_input)
@@ -408,7 +424,17 @@ def batch_inputs_outputs(ctx: Context, model: Model) -> Iterator[Diagnostic]:
                 )
     for index, batch_output in enumerate(config.batch_output):
         where = f"batch_output[{index}]"
+        targets: set[str] = set()
         for target in batch_output.target_name:
+            if target in targets:
+                yield error(
+                    model.name,
+                    file,
+                    f"{where}.target_name",
+                    f'target_name "{target}" is given twice',
+                    "list each output once",
+                )
+            targets.add(target)
             if target not in outputs:
                 yield error(
                     model.name,
@@ -418,12 +444,13 @@ def batch_inputs_outputs(ctx: Context, model: Model) -> Iterator[Diagnostic]:
                     f"use one of: {', '.join(sorted(outputs)) or '(no outputs declared)'}",
                 )
         if not batch_output.target_name:
+            # Seen on the real tritonserver: loading this config crashes it.
             yield error(
                 model.name,
                 file,
                 f"{where}.target_name",
-                "batch output has no target_name",
-                "name it",
+                "batch output has no target_name (Triton crashes loading it)",
+                "name the model output(s) it scatters in target_name",
             )
         sources = list(batch_output.source_input)
         if len(sources) != 1 or sources[0] not in inputs:

@@ -1,4 +1,9 @@
-"""Ensemble rules (Triton's `ensemble_utils.cc`): steps, tensor wiring, dtypes, shapes, cycles."""
+"""Ensemble rules: steps, tensor wiring, dtypes, shapes, unused tensors, cycles, decoupled steps.
+
+Ported from triton-inference-server/core `ValidateEnsembleSchedulingConfig`
+(`model_config_utils.cc`, the config alone) and `ValidateEnsembleConfig`
+(`ensemble_scheduler/ensemble_utils.cc`, with the composing models' configs).
+"""
 
 from __future__ import annotations
 
@@ -7,23 +12,50 @@ from dataclasses import dataclass
 
 from deploy.repository import Model
 from deploy.repository.schema import model_config_pb2 as pb
-from deploy.validation.diagnostics import Diagnostic, error
+from deploy.validation.diagnostics import Diagnostic, error, warning
 from deploy.validation.registry import Context, model_rule
 
 
 @dataclass(frozen=True)
 class _Tensor:
     datatype: int
-    shape: tuple[int, ...]  # including the batch dimension (-1) when batching
+    dims: tuple[int, ...]  # as declared (reshape's shape for the ensemble's own inputs/outputs)
+    shape: tuple[int, ...]  # dims with the batch dimension (-1) first when batching
     origin: str
 
 
-def _full_shape(model: Model, dims: list[int]) -> tuple[int, ...]:
-    return ((-1,) if model.max_batch_size > 0 else ()) + tuple(int(d) for d in dims)
+def _tensor(model: Model, dims: list[int], datatype: int, origin: str) -> _Tensor:
+    declared = tuple(int(d) for d in dims)
+    batch = (-1,) if model.max_batch_size > 0 else ()
+    return _Tensor(datatype, declared, batch + declared, origin)
 
 
-def _compatible(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+def _own(model: Model, entry: pb.ModelInput | pb.ModelOutput, origin: str) -> _Tensor:
+    dims = list(entry.reshape.shape) if entry.HasField("reshape") else list(entry.dims)
+    return _tensor(model, dims, entry.data_type, origin)
+
+
+def _same(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
     return len(a) == len(b) and all(x == y or -1 in (x, y) for x, y in zip(a, b, strict=True))
+
+
+def _compatible(a: _Tensor, b: _Tensor) -> bool:
+    # Triton compares the declared dims, then the dims with the batch dimension,
+    # so a batching step may feed a non-batching one declared [-1, ...].
+    return _same(a.dims, b.dims) or _same(a.shape, b.shape)
+
+
+@model_rule
+def ensemble_scheduling_only_on_ensembles(ctx: Context, model: Model) -> Iterator[Diagnostic]:
+    if model.kind != "ensemble" and model.config.HasField("ensemble_scheduling"):
+        yield error(
+            model.name,
+            ctx.file_of(model),
+            "ensemble_scheduling",
+            f'ensemble_scheduling is set, but the platform is "{model.config.platform}", '
+            'not "ensemble"',
+            'remove ensemble_scheduling, or set platform: "ensemble" (and no backend)',
+        )
 
 
 @model_rule
@@ -32,6 +64,19 @@ def ensemble_steps(ctx: Context, model: Model) -> Iterator[Diagnostic]:
         return
     file = ctx.file_of(model)
     config = model.config
+    for field, present in (
+        ("optimization", config.HasField("optimization")),
+        ("model_warmup", bool(config.model_warmup)),
+    ):
+        if present:
+            yield error(
+                model.name,
+                file,
+                field,
+                f"an ensemble takes no {field} (its steps are optimized and warmed up "
+                "as models of their own)",
+                f"remove {field} from the ensemble; set it on the composing models",
+            )
     steps = list(config.ensemble_scheduling.step)
     if not steps:
         yield error(
@@ -42,10 +87,25 @@ def ensemble_steps(ctx: Context, model: Model) -> Iterator[Diagnostic]:
             "add ensemble_scheduling { step [ ... ] }",
         )
         return
-    tensors: dict[str, _Tensor] = {
-        t.name: _Tensor(t.data_type, _full_shape(model, list(t.dims)), "ensemble input")
-        for t in config.input
-    }
+    incomplete = False
+    for index, step in enumerate(steps):
+        for field, present in (
+            ("model_name", bool(step.model_name)),
+            ("input_map", bool(step.input_map)),
+            ("output_map", bool(step.output_map)),
+        ):
+            if not present:
+                incomplete = True
+                yield error(
+                    model.name,
+                    file,
+                    f"ensemble_scheduling.step[{index}].{field}",
+                    f"step {index} has no {field}",
+                    f"set {field} for every step",
+                )
+    if incomplete:
+        return
+    tensors: dict[str, _Tensor] = {t.name: _own(model, t, "ensemble input") for t in config.input}
     producers: dict[str, int] = {}
     # First pass: what each step produces (so later checks see every tensor).
     for index, step in enumerate(steps):
@@ -66,16 +126,21 @@ def ensemble_steps(ctx: Context, model: Model) -> Iterator[Diagnostic]:
             if key in outputs:
                 tensors.setdefault(
                     value,
-                    _Tensor(
+                    _tensor(
+                        composing,
+                        list(outputs[key].dims),
                         outputs[key].data_type,
-                        _full_shape(composing, list(outputs[key].dims)),
                         f'output "{key}" of {step.model_name}',
                     ),
                 )
     for index, step in enumerate(steps):
         yield from _check_step(ctx, model, file, index, step, tensors)
     yield from _check_outputs(model, file, producers, tensors)
-    yield from _check_cycles(model, file, steps)
+    yield from _check_unused(model, file, steps)
+    cycle = list(_check_cycles(model, file, steps))
+    yield from cycle
+    if not cycle:
+        yield from _check_decoupled(ctx, model, file, steps)
 
 
 def _check_step(
@@ -105,7 +170,8 @@ def _check_step(
             f"{step.model_name} has no version {step.model_version}",
             "use -1 (latest) or an existing version",
         )
-    if model.max_batch_size > 0 and composing.max_batch_size < model.max_batch_size:
+    # A non-batching step (max_batch_size 0) may sit in a batching ensemble.
+    if 0 < composing.max_batch_size < model.max_batch_size:
         yield error(
             model.name,
             file,
@@ -141,9 +207,12 @@ def _check_step(
             file,
             field,
             source,
-            inputs[key].data_type,
-            _full_shape(composing, list(inputs[key].dims)),
-            f'input "{key}" of {step.model_name}',
+            _tensor(
+                composing,
+                list(inputs[key].dims),
+                inputs[key].data_type,
+                f'input "{key}" of {step.model_name}',
+            ),
         )
     for name, tensor in inputs.items():
         if name not in step.input_map and not tensor.optional:
@@ -167,30 +236,24 @@ def _check_step(
 
 
 def _match(
-    model: Model,
-    file: str,
-    field: str,
-    source: _Tensor,
-    datatype: int,
-    shape: tuple[int, ...],
-    target: str,
+    model: Model, file: str, field: str, source: _Tensor, target: _Tensor
 ) -> Iterator[Diagnostic]:
-    if source.datatype != datatype:
+    if source.datatype != target.datatype:
         yield error(
             model.name,
             file,
             field,
-            f"{source.origin} is {pb.DataType.Name(source.datatype)} but {target} is "
-            f"{pb.DataType.Name(datatype)}",
+            f"{source.origin} is {pb.DataType.Name(source.datatype)} but {target.origin} is "
+            f"{pb.DataType.Name(target.datatype)}",
             "make the data types equal (Triton does not convert between steps)",
         )
-    elif not _compatible(source.shape, shape):
+    elif not _compatible(source, target):
         yield error(
             model.name,
             file,
             field,
-            f"{source.origin} has shape {list(source.shape)} but {target} expects "
-            f"{list(shape)} (-1: any size, batch dimension included)",
+            f"{source.origin} has shape {list(source.shape)} but {target.origin} expects "
+            f"{list(target.shape)} (-1: any size, batch dimension included)",
             "make the shapes agree, or reshape in the composing model",
         )
 
@@ -216,10 +279,92 @@ def _check_outputs(
                 file,
                 field,
                 produced,
-                output.data_type,
-                _full_shape(model, list(output.dims)),
-                f'ensemble output "{output.name}"',
+                _own(model, output, f'ensemble output "{output.name}"'),
             )
+
+
+def _check_unused(
+    model: Model, file: str, steps: list[pb.ModelEnsembling.Step]
+) -> Iterator[Diagnostic]:
+    """Triton refuses ensemble inputs no step reads and step outputs nothing reads."""
+    consumed = {value for step in steps for value in step.input_map.values()}
+    outputs = {t.name for t in model.config.output}
+    for index, tensor in enumerate(model.config.input):
+        if tensor.name not in consumed:
+            yield error(
+                model.name,
+                file,
+                f"input[{index}]",
+                f'ensemble input "{tensor.name}" is not used by any step',
+                "map it in a step's input_map, or remove the input",
+            )
+    for index, step in enumerate(steps):
+        for key, value in step.output_map.items():
+            if value not in consumed and value not in outputs:
+                yield error(
+                    model.name,
+                    file,
+                    f"ensemble_scheduling.step[{index}].output_map[{key}]",
+                    f'tensor "{value}" is produced but neither read by a step nor an '
+                    "ensemble output",
+                    f'remove output_map {{ key: "{key}" ... }}, or use "{value}"',
+                )
+
+
+def _check_decoupled(
+    ctx: Context, model: Model, file: str, steps: list[pb.ModelEnsembling.Step]
+) -> Iterator[Diagnostic]:
+    """Triton's decoupled labels (`ValidateEnsembleConfig`): every step, and the ensemble's
+    outputs, must draw on at most one decoupled branch; a decoupled step makes the
+    ensemble decoupled."""
+    labels: dict[str, int] = {t.name: 0 for t in model.config.input}
+    decoupled: list[int] = []
+    pending = list(range(len(steps)))
+    while pending:
+        ready = [i for i in pending if all(v in labels for v in steps[i].input_map.values())]
+        if not ready:
+            return  # unconnected tensors are reported by the wiring checks
+        for index in ready:
+            pending.remove(index)
+            step = steps[index]
+            found = {labels[v] for v in step.input_map.values()}
+            if len(found) > 1:
+                yield error(
+                    model.name,
+                    file,
+                    f"ensemble_scheduling.step[{index}].input_map",
+                    f"step {index} ({step.model_name}) receives inputs that come from different "
+                    "decoupled models",
+                    "feed the step from one decoupled branch only",
+                )
+                return
+            label = found.pop() if found else 0
+            composing = ctx.repository.models.get(step.model_name)
+            if composing is not None and composing.config.model_transaction_policy.decoupled:
+                decoupled.append(index)
+                label = len(decoupled)
+            for value in step.output_map.values():
+                labels.setdefault(value, label)
+    produced = {labels[t.name] for t in model.config.output if t.name in labels}
+    if len(produced) > 1:
+        yield error(
+            model.name,
+            file,
+            "output",
+            "the ensemble's outputs come from different decoupled models",
+            "produce every output from one decoupled branch",
+        )
+    elif decoupled:
+        names = ", ".join(f"step {i} ({steps[i].model_name})" for i in decoupled)
+        yield warning(
+            model.name,
+            file,
+            "ensemble_scheduling.step",
+            f"the ensemble is decoupled because {names} is: it streams its responses, and "
+            "SageMaker's InvokeEndpoint (real-time and multi-model) expects exactly one "
+            "response per request",
+            "use models with decoupled: false in the ensemble",
+        )
 
 
 def _check_cycles(

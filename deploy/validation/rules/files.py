@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from deploy.repository import Model, ModelVersion
-from deploy.repository.backends import default_model_file
+from deploy.repository.backends import (
+    FIL_MODEL_FILES,
+    FIL_MODEL_TYPE_PARAMETER,
+    OPTIONAL_DEFAULT_FILES,
+    default_model_file,
+    is_known_backend,
+)
 from deploy.repository.schema import model_config_pb2 as pb
 from deploy.validation.diagnostics import Diagnostic, error, warning
 from deploy.validation.registry import Context, model_rule
@@ -27,24 +33,68 @@ def versions_hold_the_model_file(ctx: Context, model: Model) -> Iterator[Diagnos
         return
     if model.kind == "ensemble" or model.inferred_from:
         return
+    parameters = {key: value.string_value for key, value in model.config.parameters.items()}
     expected = default_model_file(
-        model.platform, model.backend, model.config.default_model_filename
+        model.platform, model.backend, model.config.default_model_filename, parameters
     )
     if expected is None:
+        yield from _unchecked_model_file(ctx, model, parameters)
         return
     field = "default_model_filename" if model.config.default_model_filename else "backend"
     for version in _served_versions(model):
-        if not (version.path / expected).exists():
-            yield error(
+        if (version.path / expected).exists():
+            continue
+        fix = f"add {model.name}/{version.number}/{expected}" + (
+            "" if model.config.default_model_filename else " or set default_model_filename"
+        )
+        if model.backend in OPTIONAL_DEFAULT_FILES and not model.config.default_model_filename:
+            # The backend may build the file itself (DALI serializes a pipeline).
+            yield warning(
                 model.name,
                 str(version.path),
                 field,
-                f"version {version.number} has no {expected}, the file the "
-                f"{model.backend or model.platform} backend loads",
-                f"add {model.name}/{version.number}/{expected}"
-                + ("" if model.config.default_model_filename else " or set default_model_filename")
-                + ("; run `make models` for the examples" if expected == "model.pt" else ""),
+                f"version {version.number} has no {expected}; the {model.backend} backend "
+                "loads it unless it can build it from the folder's other files",
+                fix,
             )
+            continue
+        if model.backend == "fil" and not model.config.default_model_filename:
+            model_type = parameters.get(FIL_MODEL_TYPE_PARAMETER, "xgboost")
+            fix += f' (the FIL backend looks for {expected} when model_type is "{model_type}")'
+        yield error(
+            model.name,
+            str(version.path),
+            field,
+            f"version {version.number} has no {expected}, the file the "
+            f"{model.backend or model.platform} backend loads",
+            fix + ("; run `make models` for the examples" if expected == "model.pt" else ""),
+        )
+
+
+def _unchecked_model_file(
+    ctx: Context, model: Model, parameters: dict[str, str]
+) -> Iterator[Diagnostic]:
+    """Say so when a model file cannot be checked, rather than claim one is missing."""
+    if model.backend == "fil":
+        model_type = parameters.get(FIL_MODEL_TYPE_PARAMETER, "")
+        yield warning(
+            model.name,
+            ctx.file_of(model),
+            f"parameters[{FIL_MODEL_TYPE_PARAMETER}]",
+            f'FIL model_type "{model_type}" is not one deploy knows, so the model file could '
+            "not be checked",
+            f"use one of {', '.join(FIL_MODEL_FILES)}, or set default_model_filename",
+        )
+    elif model.backend and not is_known_backend(model.backend):
+        yield warning(
+            model.name,
+            ctx.file_of(model),
+            "backend",
+            f'backend "{model.backend}" is not one deploy knows: the model file it loads '
+            "could not be checked, and the SageMaker Triton image may not ship the backend",
+            "check the spelling, make sure the image you deploy has this backend, and set "
+            "default_model_filename to have the file checked",
+        )
 
 
 def _served_versions(model: Model) -> list[ModelVersion]:
@@ -169,34 +219,60 @@ def _dims_fit(given: list[int], declared: list[int]) -> bool:
 
 @model_rule
 def execution_env(ctx: Context, model: Model) -> Iterator[Diagnostic]:
+    """Where Triton (as SageMaker runs it) finds the python backend's EXECUTION_ENV_PATH.
+
+    `$$TRITON_MODEL_DIRECTORY` becomes the extracted model folder; an absolute
+    path is read from the container's own file system (it may be created at run
+    time, e.g. by a setup model); any other path is resolved against
+    tritonserver's working directory, not the model folder (seen on the real
+    tritonserver: "Failed to get the canonical path").
+    """
     parameter = model.config.parameters.get("EXECUTION_ENV_PATH")
     if parameter is None:
         return
     value = parameter.string_value
     field = "parameters[EXECUTION_ENV_PATH]"
+    file = ctx.file_of(model)
+    ship = f"put the conda-pack archive in {model.name}/ and set {MODEL_DIR_VARIABLE}/<file>.tar.gz"
     if value.startswith(MODEL_DIR_VARIABLE):
-        path = model.path / value[len(MODEL_DIR_VARIABLE) :].lstrip("/")
-    else:
-        path = Path(value)
-        if path.is_absolute():
-            yield warning(
+        relative = PurePosixPath(value[len(MODEL_DIR_VARIABLE) :].lstrip("/"))
+        path = model.path / relative
+        if ".." in relative.parts and not path.resolve().is_relative_to(model.path.resolve()):
+            yield error(
                 model.name,
-                ctx.file_of(model),
+                file,
                 field,
-                f"EXECUTION_ENV_PATH is an absolute path ({value}); SageMaker extracts the "
-                "archive elsewhere",
-                f"put the archive in the model folder and use {MODEL_DIR_VARIABLE}/<file>",
+                f"EXECUTION_ENV_PATH points outside the model folder ({value}); the archive "
+                "SageMaker extracts holds only the model folder",
+                ship,
             )
-        else:
-            path = model.path / value
-    if not path.is_file():
+        elif not path.exists():  # a conda-pack archive, or an environment already unpacked
+            yield error(
+                model.name,
+                file,
+                field,
+                f"EXECUTION_ENV_PATH points at a missing archive ({value})",
+                f"add the conda-pack archive to {model.name}/ and set "
+                f"{MODEL_DIR_VARIABLE}/<file>.tar.gz",
+            )
+    elif PurePosixPath(value).is_absolute():
+        yield warning(
+            model.name,
+            file,
+            field,
+            f"EXECUTION_ENV_PATH is an absolute path ({value}): it is not in the archive, and "
+            "on SageMaker Triton reads it from the container's file system, so the model "
+            "loads only if something creates that file first (e.g. a setup model)",
+            f"{ship}, unless another model creates {value} at run time and loads first",
+        )
+    else:
         yield error(
             model.name,
-            ctx.file_of(model),
+            file,
             field,
-            f"EXECUTION_ENV_PATH points at a missing archive ({value})",
-            f"add the conda-pack archive to {model.name}/ and set "
-            f"{MODEL_DIR_VARIABLE}/<file>.tar.gz",
+            f"EXECUTION_ENV_PATH is a relative path ({value}), which Triton resolves against "
+            "its working directory, not the model folder",
+            f"set {MODEL_DIR_VARIABLE}/{value}, with the archive in {model.name}/",
         )
 
 

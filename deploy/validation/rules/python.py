@@ -1,0 +1,213 @@
+"""Python-backend models as SageMaker runs them: source, BLS calls, imports, bare configs.
+
+`model.py` is read with `ast`, never imported (auto-completion, which must
+run the model's code, happens in `deploy.repository.autocomplete`).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from deploy.repository import DEPENDENCIES_PARAMETER, Model
+from deploy.validation.diagnostics import Diagnostic, error, warning
+from deploy.validation.image import image_has, pip_name
+from deploy.validation.registry import Context, model_rule
+
+ENV_PARAMETER = "EXECUTION_ENV_PATH"
+_IMPORT_GUARDS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+
+
+@dataclass(frozen=True)
+class _Source:
+    path: Path
+    tree: ast.Module
+
+
+def _sources(model: Model) -> Iterator[_Source | Diagnostic]:
+    """Each python file of the model's versions, parsed; a syntax error is a diagnostic."""
+    for version in model.versions:
+        for relative in version.files:
+            path = version.path / relative
+            if path.suffix != ".py" or not path.is_file():
+                continue
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+                tree = ast.parse(text, filename=str(path))
+            except SyntaxError as exc:
+                yield error(
+                    model.name,
+                    f"{path}:{exc.lineno or 0}",
+                    "",
+                    f"{path.name} does not parse: {exc.msg}; Triton fails to import it",
+                    "fix the syntax (Python 3.10 runs it in the SageMaker Triton image)",
+                )
+                continue
+            except (OSError, ValueError):
+                continue  # unreadable files are reported by the file rules
+            yield _Source(path, tree)
+
+
+def _parsed(model: Model) -> list[_Source]:
+    return [s for s in _sources(model) if isinstance(s, _Source)]
+
+
+@model_rule
+def python_sources_parse(ctx: Context, model: Model) -> Iterator[Diagnostic]:
+    if model.backend == "python":
+        yield from (d for d in _sources(model) if isinstance(d, Diagnostic))
+
+
+@model_rule
+def python_model_declares_tensors(ctx: Context, model: Model) -> Iterator[Diagnostic]:
+    if model.backend != "python" or model.config_path is not None or model.auto_completed:
+        return
+    if not model.inputs and not model.outputs:
+        yield warning(
+            model.name,
+            str(model.path),
+            "input",
+            "no config.pbtxt and no auto_complete_config: Triton loads the model with no "
+            "inputs or outputs, and refuses every request that sends inputs",
+            f"write {model.name}/config.pbtxt with its inputs and outputs, or define "
+            "TritonPythonModel.auto_complete_config in model.py",
+        )
+
+
+def _literal_model_names(tree: ast.Module) -> Iterator[tuple[str, int]]:
+    """(model_name, line) of each `InferenceRequest(model_name="...")` with a literal name."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name != "InferenceRequest":
+            continue
+        value: ast.expr | None = next(
+            (k.value for k in node.keywords if k.arg == "model_name"),
+            node.args[0] if node.args else None,
+        )
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            yield value.value, node.lineno
+
+
+def _shares_an_ensemble(ctx: Context, caller: str, callee: str) -> bool:
+    """An ensemble archive loads every composing model, so they can call each other."""
+    return any(
+        m.kind == "ensemble" and {caller, callee} <= set(ctx.repository.closure(m.name))
+        for m in ctx.repository.models.values()
+    )
+
+
+@model_rule
+def bls_calls(ctx: Context, model: Model) -> Iterator[Diagnostic]:
+    if model.backend != "python":
+        return
+    declare = (
+        f'parameters {{ key: "{DEPENDENCIES_PARAMETER}" value {{ string_value: "{{name}}" }} }}'
+    )
+    reported: set[str] = set()
+    for source in _parsed(model):
+        for called, line in _literal_model_names(source.tree):
+            if called in reported or called == model.name or called in model.dependencies:
+                continue
+            if _shares_an_ensemble(ctx, model.name, called):
+                continue
+            reported.add(called)
+            site = f"{source.path}:{line}"
+            if called in ctx.repository.models:
+                yield warning(
+                    model.name,
+                    site,
+                    f"parameters[{DEPENDENCIES_PARAMETER}]",
+                    f'BLS call to model "{called}" at {source.path.name}:{line}, which is in the '
+                    f"repository but not in {DEPENDENCIES_PARAMETER}: on a SageMaker multi-model "
+                    "endpoint each archive loads alone, under its TargetModel, so the call "
+                    f'finds no "{called}"',
+                    f"bundle it: add {declare.format(name=called)} to "
+                    f"{model.name}/config.pbtxt (a comma-separated list for several)",
+                )
+            else:
+                yield warning(
+                    model.name,
+                    site,
+                    "",
+                    f'BLS call to model "{called}" at {source.path.name}:{line}, which is '
+                    "neither in this repository nor bundled, so the call fails on the endpoint",
+                    f"add {called}/ to the repository and {declare.format(name=called)} to "
+                    f"{model.name}/config.pbtxt, or fix the model name",
+                )
+
+
+def _guarded(tree: ast.Module) -> set[int]:
+    """ids of import nodes inside `try:` blocks that handle a failed import."""
+    guarded: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Try):
+            continue
+        names: set[str] = set()
+        for handler in node.handlers:
+            if handler.type is None:
+                names.add("BaseException")
+            for caught in (
+                handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+            ):
+                if isinstance(caught, ast.Name):
+                    names.add(caught.id)
+        if names & _IMPORT_GUARDS:
+            for statement in node.body:
+                guarded.update(id(n) for n in ast.walk(statement))
+    return guarded
+
+
+def _imports(tree: ast.Module) -> Iterator[tuple[str, int]]:
+    """(top-level module, line) of every absolute import not guarded by try/except."""
+    guarded = _guarded(tree)
+    for node in ast.walk(tree):
+        if id(node) in guarded:
+            continue
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name.partition(".")[0], node.lineno
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.module.partition(".")[0], node.lineno
+
+
+def _local_modules(model: Model) -> set[str]:
+    """Names the model imports from its own folders (Triton puts both on sys.path)."""
+    names: set[str] = set()
+    for folder in (model.path, *(v.path for v in model.versions)):
+        for child in folder.iterdir():
+            if child.suffix == ".py" or (child.is_dir() and not child.name.startswith(".")):
+                names.add(child.stem if child.suffix == ".py" else child.name)
+    return names
+
+
+@model_rule
+def imports_the_image_lacks(ctx: Context, model: Model) -> Iterator[Diagnostic]:
+    if model.backend != "python" or ENV_PARAMETER in model.config.parameters:
+        return
+    if ctx.instance_type and ctx.instance_type.startswith("ml.inf1."):
+        return  # Inferentia runs a custom image built with its Neuron packages
+    local = _local_modules(model)
+    seen: set[str] = set()
+    for source in _parsed(model):
+        for module, line in sorted(_imports(source.tree), key=lambda item: item[1]):
+            if module in seen or module in local or image_has(module):
+                continue
+            seen.add(module)
+            package = pip_name(module)
+            yield warning(
+                model.name,
+                f"{source.path}:{line}",
+                f"parameters[{ENV_PARAMETER}]",
+                f'{source.path.name}:{line} imports "{module}", which the SageMaker Triton '
+                "image's Python does not have (it has the standard library and numpy); the "
+                "model fails to load there",
+                f"ship an execution environment: conda-pack an environment with {package} "
+                f"into {model.name}/{model.name}-env.tar.gz and set parameters {{ key: "
+                f'"{ENV_PARAMETER}" value {{ string_value: '
+                f'"$$TRITON_MODEL_DIRECTORY/{model.name}-env.tar.gz" }} }}',
+            )
