@@ -76,8 +76,36 @@ def python_model_declares_tensors(ctx: Context, model: Model) -> Iterator[Diagno
         )
 
 
+def _string_bindings(tree: ast.Module) -> dict[str, set[str]]:
+    """Names only ever bound to string literals: `x = "a"`, `for x in ["a", "b"]`."""
+    found: dict[str, set[str]] = {}
+    other: set[str] = set()
+
+    def bind(target: ast.expr, values: list[ast.expr]) -> None:
+        if not isinstance(target, ast.Name):
+            return
+        strings = [v.value for v in values if isinstance(v, ast.Constant)]
+        if len(strings) == len(values) and all(isinstance(v, str) for v in strings):
+            found.setdefault(target.id, set()).update(str(v) for v in strings)
+        else:
+            other.add(target.id)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                bind(target, [node.value])
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            bind(node.target, [node.value])
+        elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+            values = node.iter.elts if isinstance(node.iter, ast.List | ast.Tuple) else []
+            bind(node.target, list(values) or [node.iter])
+    return {name: values for name, values in found.items() if name not in other}
+
+
 def _literal_model_names(tree: ast.Module) -> Iterator[tuple[str, int]]:
-    """(model_name, line) of each `InferenceRequest(model_name="...")` with a literal name."""
+    """(model_name, line) of each `InferenceRequest(model_name=...)` whose name is known:
+    a string literal, or a variable only ever bound to string literals."""
+    bindings = _string_bindings(tree)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
@@ -91,6 +119,9 @@ def _literal_model_names(tree: ast.Module) -> Iterator[tuple[str, int]]:
         )
         if isinstance(value, ast.Constant) and isinstance(value.value, str):
             yield value.value, node.lineno
+        elif isinstance(value, ast.Name):
+            for literal in sorted(bindings.get(value.id, ())):
+                yield literal, node.lineno
 
 
 def _shares_an_ensemble(ctx: Context, caller: str, callee: str) -> bool:
@@ -105,9 +136,12 @@ def _shares_an_ensemble(ctx: Context, caller: str, callee: str) -> bool:
 def bls_calls(ctx: Context, model: Model) -> Iterator[Diagnostic]:
     if model.backend != "python":
         return
-    declare = (
-        f'parameters {{ key: "{DEPENDENCIES_PARAMETER}" value {{ string_value: "{{name}}" }} }}'
-    )
+
+    def declare(name: str) -> str:
+        return (
+            f'parameters {{ key: "{DEPENDENCIES_PARAMETER}" value {{ string_value: "{name}" }} }}'
+        )
+
     reported: set[str] = set()
     for source in _parsed(model):
         for called, line in _literal_model_names(source.tree):
@@ -126,7 +160,7 @@ def bls_calls(ctx: Context, model: Model) -> Iterator[Diagnostic]:
                     f"repository but not in {DEPENDENCIES_PARAMETER}: on a SageMaker multi-model "
                     "endpoint each archive loads alone, under its TargetModel, so the call "
                     f'finds no "{called}"',
-                    f"bundle it: add {declare.format(name=called)} to "
+                    f"bundle it: add {declare(called)} to "
                     f"{model.name}/config.pbtxt (a comma-separated list for several)",
                 )
             else:
@@ -136,7 +170,7 @@ def bls_calls(ctx: Context, model: Model) -> Iterator[Diagnostic]:
                     "",
                     f'BLS call to model "{called}" at {source.path.name}:{line}, which is '
                     "neither in this repository nor bundled, so the call fails on the endpoint",
-                    f"add {called}/ to the repository and {declare.format(name=called)} to "
+                    f"add {called}/ to the repository and {declare(called)} to "
                     f"{model.name}/config.pbtxt, or fix the model name",
                 )
 
@@ -204,8 +238,8 @@ def imports_the_image_lacks(ctx: Context, model: Model) -> Iterator[Diagnostic]:
                 f"{source.path}:{line}",
                 f"parameters[{ENV_PARAMETER}]",
                 f'{source.path.name}:{line} imports "{module}", which the SageMaker Triton '
-                "image's Python does not have (it has the standard library and numpy); the "
-                "model fails to load there",
+                "image's Python does not have (it has the standard library and numpy), so the "
+                "import fails there",
                 f"ship an execution environment: conda-pack an environment with {package} "
                 f"into {model.name}/{model.name}-env.tar.gz and set parameters {{ key: "
                 f'"{ENV_PARAMETER}" value {{ string_value: '
