@@ -31,11 +31,19 @@ def validate(
         str | None,
         typer.Option("--instance", help="Check against this instance type (e.g. ml.g5.xlarge)."),
     ] = None,
+    show_config: Annotated[
+        bool,
+        typer.Option(
+            "--show-config",
+            help="Print each model's config as Triton would load it (inferred, or completed "
+            "by a python model's auto_complete_config).",
+        ),
+    ] = False,
 ) -> None:
     """Check a model repository offline: errors exit 1, warnings exit 0."""
     from deploy.validation import validate_repository
 
-    report = validate_repository(repo, instance_type=instance)
+    report = validate_repository(repo, instance_type=instance, show_configs=show_config)
     if as_json:
         emit_json(report.as_dict())
     else:
@@ -54,6 +62,10 @@ def _render_report(report: Report) -> None:
     from rich.markup import escape
 
     out = console()
+    for view in report.configs:
+        out.print(f"[bold]{view.model}[/] ({view.source}):", markup=True)
+        for line in view.text.splitlines():
+            out.print(f"  {line}", markup=False, highlight=False)
     for d in report.diagnostics:
         style = "red" if d.severity == "error" else "yellow"
         where = f"{d.file}: {d.field}" if d.field else d.file

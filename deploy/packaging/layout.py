@@ -30,7 +30,7 @@ from pathlib import Path, PurePosixPath
 from google.protobuf import json_format
 
 from deploy.errors import PackagingError
-from deploy.repository import Model, Repository
+from deploy.repository import CONFIG_FILE, Model, Repository, format_config
 from deploy.repository.files import model_entries, printable
 
 DEPS_FOLDER = "deps"
@@ -143,6 +143,19 @@ def _add_model(
     root = repo.root.resolve()
     entries.append(Entry(arcname=str(arcroot), kind="dir", mode=DIR_MODE))
     _add_tree(model.path, arcroot, root, entries)
+    if model.config_path is None and model.auto_completed:
+        # The config its auto_complete_config states, written out so the archive
+        # loads with auto-completion off too (and shows what Triton will load).
+        data = _completed_config_text(model)
+        entries.append(
+            Entry(
+                arcname=str(arcroot / CONFIG_FILE),
+                kind="file",
+                mode=FILE_MODE,
+                size=len(data),
+                data=data,
+            )
+        )
     if model.dependencies:
         deps = arcroot / DEPS_FOLDER
         if (model.path / DEPS_FOLDER).exists():
@@ -165,6 +178,14 @@ def _add_model(
                     data=data,
                 )
             )
+
+
+def _completed_config_text(model: Model) -> bytes:
+    config = type(model.config)()
+    config.CopyFrom(model.config)
+    config.name = model.name
+    header = "# Completed by TritonPythonModel.auto_complete_config (written by deploy package)\n"
+    return (header + format_config(config)).encode("utf-8")
 
 
 def _config_json(model: Model) -> bytes:

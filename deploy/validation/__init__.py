@@ -10,11 +10,19 @@ Extra rules: `register_rule(fn)` where `fn(context, model)` yields diagnostics;
 
 from __future__ import annotations
 
-from deploy.validation.diagnostics import Diagnostic, Report, Severity, error, warning
+from deploy.validation.diagnostics import (
+    ConfigView,
+    Diagnostic,
+    Report,
+    Severity,
+    error,
+    warning,
+)
 from deploy.validation.registry import Context, ModelRule, register_rule
 from deploy.validation.validate import validate_repository
 
 __all__ = [
+    "ConfigView",
     "Context",
     "Diagnostic",
     "ModelRule",

@@ -32,11 +32,25 @@ def warning(model: str, file: str, field: str, message: str, fix: str) -> Diagno
 
 
 @dataclass(frozen=True)
+class ConfigView:
+    """The config Triton would load a model with, and where it comes from."""
+
+    model: str
+    source: str  # "config.pbtxt", "auto_complete_config in model.py", ...
+    text: str  # config.pbtxt form
+    document: dict[str, Any]  # Triton's JSON form
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "source": self.source, "config": self.document}
+
+
+@dataclass(frozen=True)
 class Report:
     repository: str
     models: int
     instance_type: str | None = None
     diagnostics: tuple[Diagnostic, ...] = field(default_factory=tuple)
+    configs: tuple[ConfigView, ...] = ()  # filled on request (`--show-config`)
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -51,7 +65,7 @@ class Report:
         return not self.errors
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        document: dict[str, Any] = {
             "repository": self.repository,
             "models": self.models,
             "instance_type": self.instance_type,
@@ -60,3 +74,6 @@ class Report:
             "warnings": len(self.warnings),
             "diagnostics": [d.as_dict() for d in self.diagnostics],
         }
+        if self.configs:
+            document["configs"] = [c.as_dict() for c in self.configs]
+        return document

@@ -5,14 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from deploy.neuron import validation as _neuron_rules  # noqa: F401  (NeuronCore rules)
-from deploy.repository import load_repository
+from deploy.repository import Repository, config_json, format_config, load_repository
 from deploy.validation import rules as _rules  # noqa: F401  (registers the built-in rules)
-from deploy.validation.diagnostics import Diagnostic, Report, error
+from deploy.validation.diagnostics import ConfigView, Diagnostic, Report, error
 from deploy.validation.registry import MODEL_RULES, REPOSITORY_RULES, Context
 
 
-def validate_repository(repo: Path, *, instance_type: str | None = None) -> Report:
-    """Check `repo` offline; RepositoryError only if it cannot be read at all."""
+def validate_repository(
+    repo: Path, *, instance_type: str | None = None, show_configs: bool = False
+) -> Report:
+    """Check `repo` offline; RepositoryError only if it cannot be read at all.
+
+    `show_configs` adds each model's effective config (as read, inferred or
+    completed by `auto_complete_config`) to the report.
+    """
     repository = load_repository(repo)
     context = Context(repository=repository, instance_type=instance_type)
     found: list[Diagnostic] = [
@@ -30,4 +36,17 @@ def validate_repository(repo: Path, *, instance_type: str | None = None) -> Repo
         models=len(repository.models) + len(repository.problems),
         instance_type=instance_type,
         diagnostics=tuple(unique),
+        configs=_configs(repository) if show_configs else (),
+    )
+
+
+def _configs(repository: Repository) -> tuple[ConfigView, ...]:
+    return tuple(
+        ConfigView(
+            model=name,
+            source=model.config_source,
+            text=format_config(model.config),
+            document=config_json(model.config),
+        )
+        for name, model in sorted(repository.models.items())
     )
