@@ -70,7 +70,14 @@ class _AbsentLoader(importlib.abc.Loader):
 
 
 class _AbsentFinder(importlib.abc.MetaPathFinder):
-    """Last on `sys.meta_path`: only modules no other finder knows reach it."""
+    """Last on `sys.meta_path`: only modules no other finder knows reach it.
+
+    It stands in only for what the model's own files import: libraries that
+    probe for optional modules (`try: import msvcrt`) must still see them fail.
+    """
+
+    def __init__(self, model_dir: Path) -> None:
+        self.model_dir = model_dir
 
     def find_spec(
         self, fullname: str, path: Any = None, target: types.ModuleType | None = None
@@ -78,9 +85,19 @@ class _AbsentFinder(importlib.abc.MetaPathFinder):
         top = fullname.partition(".")[0]
         if "." in fullname and top not in ABSENT:
             return None  # a missing submodule of a real package fails as usual
+        if top in sys.stdlib_module_names or not self._imported_by_the_model():
+            return None
         if top not in ABSENT:
             ABSENT.append(top)
         return importlib.util.spec_from_loader(fullname, _AbsentLoader(), is_package=True)
+
+    def _imported_by_the_model(self) -> bool:
+        frame: types.FrameType | None = sys._getframe(2)
+        while frame is not None and "importlib" in frame.f_code.co_filename:
+            frame = frame.f_back  # the import machinery, and importlib.import_module
+        if frame is None:
+            return False
+        return Path(frame.f_code.co_filename).resolve().is_relative_to(self.model_dir)
 
 
 def _complete(model_py: Path, version: str, config_json: str) -> dict[str, Any]:
@@ -90,7 +107,7 @@ def _complete(model_py: Path, version: str, config_json: str) -> dict[str, Any]:
     utils.__dict__["_model_dir"] = str(model_py.parent.parent)
     sys.path.append(str(model_py.parent))
     sys.path.append(str(model_py.parent.parent))
-    sys.meta_path.append(_AbsentFinder())
+    sys.meta_path.append(_AbsentFinder(model_py.resolve().parent.parent))
     module = importlib.import_module(f"{version}.{model_py.stem}")
     model_class = getattr(module, "TritonPythonModel", None)
     if model_class is None:
