@@ -118,11 +118,15 @@ def default_model_file(
     """
     if default_model_filename:
         return default_model_filename
-    if platform in PLATFORM_DEFAULT_FILES:
-        return PLATFORM_DEFAULT_FILES[platform]
     if backend == "fil":
         model_type = (parameters or {}).get(FIL_MODEL_TYPE_PARAMETER, "xgboost")
         return FIL_MODEL_FILES.get(model_type)
+    # A named backend picks its own file whatever `platform` says (core
+    # `AutoCompleteBackendFields`); only TensorFlow's depends on the platform.
+    if backend and BACKEND_DEFAULT_FILES.get(backend) is not None:
+        return BACKEND_DEFAULT_FILES[backend]
+    if platform in PLATFORM_DEFAULT_FILES:
+        return PLATFORM_DEFAULT_FILES[platform]
     return BACKEND_DEFAULT_FILES.get(backend)
 
 

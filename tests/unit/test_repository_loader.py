@@ -129,6 +129,17 @@ def test_helpers() -> None:
     assert default_model_file("", "python", "") == "model.py"
     assert default_model_file("", "python", "custom.py") == "custom.py"
     assert default_model_file("", "identity", "") is None
+    # A named backend loads its own file whatever platform says; FIL's follows model_type.
+    assert default_model_file("pytorch_libtorch", "python", "") == "model.py"
+    assert default_model_file("tensorflow_savedmodel", "tensorflow", "") == "model.savedmodel"
+    assert default_model_file("", "fil", "") == "xgboost.model"
+    assert default_model_file("", "fil", "", {"model_type": "xgboost_json"}) == "xgboost.json"
+    assert default_model_file("", "fil", "", {"model_type": "lightgbm"}) == "model.txt"
+    assert default_model_file("", "fil", "", {"model_type": "treelite_checkpoint"}) == (
+        "checkpoint.tl"
+    )
+    assert default_model_file("", "fil", "", {"model_type": "catboost"}) is None
+    assert default_model_file("", "my_backend", "") is None
     assert parse_config('name: "x" max_batch_size: 4').max_batch_size == 4
 
 

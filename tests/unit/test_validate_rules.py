@@ -133,3 +133,85 @@ def test_torchscript_inputs_may_use_forward_argument_names(tmp_path: Path) -> No
     (problem,) = validate_repository(tmp_path).diagnostics
     assert (problem.field, problem.severity) == ("input[0].name", "warning")
     assert "(image)" in problem.message
+
+
+ACCEPTED = sorted(p.name for p in (FIXTURES / "accepted").iterdir() if p.is_dir())
+PYTHON_EXAMPLES = FIXTURES / "python_backend_examples"
+
+
+@pytest.mark.parametrize("case", ACCEPTED)
+def test_configs_sagemaker_accepts_get_no_diagnostics(case: str) -> None:
+    report = validate_repository(FIXTURES / "accepted" / case)
+    assert report.diagnostics == ()
+
+
+def test_python_backends_published_examples_get_warnings_only() -> None:
+    report = validate_repository(PYTHON_EXAMPLES)
+    assert report.errors == []
+    assert report.models == 5
+    found = [
+        (d.model, d.file.replace(str(PYTHON_EXAMPLES) + "/", ""), d.field) for d in report.warnings
+    ]
+    assert found == [
+        ("bls_async", "bls_async/1/model.py:102", ""),  # "pytorch": not in the repository
+        ("bls_async", "bls_async/1/model.py:102", "parameters[deploy.dependencies]"),  # add_sub
+        ("repeat_int32", "repeat_int32/config.pbtxt", "model_transaction_policy.decoupled"),
+    ]
+    assert 'BLS call to model "pytorch" at model.py:102' in report.warnings[0].message
+    assert 'string_value: "add_sub"' in report.warnings[1].fix
+
+
+def test_declared_and_ensemble_bls_calls_are_not_reported(tmp_path: Path) -> None:
+    import shutil
+
+    shutil.copytree(PYTHON_EXAMPLES / "add_sub", tmp_path / "add_sub")
+    shutil.copytree(PYTHON_EXAMPLES / "bls_async", tmp_path / "bls_async")
+    config = tmp_path / "bls_async" / "config.pbtxt"
+    config.write_text(
+        config.read_text()
+        + 'parameters { key: "deploy.dependencies" value { string_value: "add_sub" } }\n'
+    )
+    called = [d.message for d in validate_repository(tmp_path).warnings]
+    assert len(called) == 1 and '"pytorch"' in called[0]
+
+
+def test_show_config_prints_the_completed_config() -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["validate", str(PYTHON_EXAMPLES), "--show-config"])
+    assert result.exit_code == 0, result.output
+    text = result.output
+    assert "batch_auto_complete (auto_complete_config in model.py):" in text
+    batch = text.split("batch_auto_complete (", 1)[1].split("bls_async (", 1)[0]
+    assert "max_batch_size: 4" in batch and 'name: "OUTPUT1"' in batch
+    assert "dynamic_batching {" in batch
+    assert "add_sub (config.pbtxt):" in text
+    plain = runner.invoke(app, ["validate", str(PYTHON_EXAMPLES)])
+    assert "max_batch_size: 4" not in plain.output
+    as_json = runner.invoke(app, ["validate", str(PYTHON_EXAMPLES), "--show-config", "--json"])
+    configs = {c["model"]: c for c in json.loads(as_json.stdout)["configs"]}
+    nobatch = configs["nobatch_auto_complete"]
+    assert nobatch["source"] == "auto_complete_config in model.py"
+    assert nobatch["config"]["input"][0]["dims"] == [4]
+    assert nobatch["config"]["max_batch_size"] == 0
+
+
+def test_a_hook_that_fails_is_an_error_of_deploy_validate() -> None:
+    result = CliRunner().invoke(
+        app, ["validate", str(FIXTURES / "invalid" / "autocomplete_raises")]
+    )
+    assert result.exit_code == 1
+    assert "auto_complete_config failed at model.py:8" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_gpu_ids_are_checked_against_the_largest_instance_without_instance() -> None:
+    from deploy.validation.instances import MAX_GPUS
+
+    assert MAX_GPUS == 8
+    root = FIXTURES / "invalid" / "gpu_beyond_any_instance"
+    assert [d.field for d in validate_repository(root).errors] == ["instance_group[0].gpus"]
+    assert [
+        d.message for d in validate_repository(root, instance_type="ml.g5.48xlarge").errors
+    ] == ["GPU 8 does not exist on ml.g5.48xlarge (8 GPU(s))"]
+    one_gpu = validate_repository(root, instance_type="ml.g5.xlarge").errors
+    assert [d.fix for d in one_gpu] == ["use GPU ids 0..0, or leave gpus out to use all of them"]
