@@ -68,7 +68,11 @@ class TritonProcess:
 
 @contextlib.contextmanager
 def run_tritonserver(
-    workdir: Path, *, repository: Path | None = None, timeout: float = 60.0
+    workdir: Path,
+    *,
+    repository: Path | None = None,
+    timeout: float = 60.0,
+    extra_args: tuple[str, ...] = (),
 ) -> Iterator[TritonProcess]:
     """Run tritonserver: plain HTTP over `repository`, or SageMaker MME mode when None."""
     pytriton = pytriton_dir()
@@ -111,6 +115,7 @@ def run_tritonserver(
             "--exit-on-error=false",
         ]
         ready_path = "/v2/health/live"
+    args += extra_args
     # The stub's embedded interpreter ignores PYTHONPATH but puts its working
     # directory first on sys.path: run where `make install` put numpy<2, which
     # the stub (built against numpy 1) needs for BYTES tensors.
@@ -149,7 +154,11 @@ _SHARED: dict[str, TritonProcess] = {}
 
 
 def shared_tritonserver(
-    config: object, workdir_factory: object, key: str, repository: Path | None = None
+    config: object,
+    workdir_factory: object,
+    key: str,
+    repository: Path | None = None,
+    extra_args: tuple[str, ...] = (),
 ) -> TritonProcess:
     """One server per `key` for the whole test session, stopped at session end."""
     import pytest
@@ -159,7 +168,9 @@ def shared_tritonserver(
     if key not in _SHARED:
         if pytriton_dir() is None:
             pytest.skip("tritonserver (nvidia-pytriton wheel) is not installed")
-        manager = run_tritonserver(workdir_factory.mktemp(f"triton-{key}"), repository=repository)
+        manager = run_tritonserver(
+            workdir_factory.mktemp(f"triton-{key}"), repository=repository, extra_args=extra_args
+        )
         _SHARED[key] = manager.__enter__()
 
         def stop() -> None:

@@ -8,6 +8,7 @@ only the config decides.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -50,7 +51,60 @@ REFUSED = [
     "warmup_unknown_input",
     "ensemble_dtype",
     "ensemble_cycle",
+    # Rules ported from core's model_config_utils.cc and ensemble_utils.cc.
+    "priority_default_level",
+    "priority_queue_policy_level",
+    "preserve_ordering_priorities",
+    "preserve_ordering_delay",
+    "preferred_without_batching",
+    "control_tensor_two_kinds",
+    "corrid_values",
+    "sequence_oldest_preferred",
+    "sequence_direct_utilization",
+    "sequence_response_cache",
+    "decoupled_response_cache",
+    "model_metrics_incomplete",
+    "shape_tensor_not_tensorrt",
+    "non_linear_io_not_tensorrt",
+    "format_needs_three_dims",
+    "profile_not_tensorrt",
+    "ensemble_scheduling_not_ensemble",
+    "reshape_empty_without_batching",
+    "dims_empty_with_reshape",
+    "reshape_variable_trunks",
+    "batch_output_target_twice",
+    "batch_input_int64",
+    "ensemble_unused_input",
+    "ensemble_unused_tensor",
+    "ensemble_optimization_warmup",
+    "ensemble_incomplete_step",
+    "ensemble_decoupled_branches",
+    "env_relative",
+    "env_missing",
+    # This machine has no GPU, as a CPU instance (the cases run with ml.m5.xlarge).
+    "kind_gpu_python_cpu_instance",
+    "kind_auto_gpus_cpu_instance",
+    "gpus_on_cpu_group",
+    # Python models.
+    "python_syntax_error",
+    "autocomplete_raises",
 ]
+
+# Configs Triton loads that deploy validate once refused: now warnings at most.
+ACCEPTED = [
+    ("invalid", "name_differs"),
+    ("invalid", "duplicate_input"),
+    ("invalid", "instance_negative_count"),
+    ("invalid", "control_counts"),
+    ("invalid", "batch_input_no_target"),
+    ("invalid", "dynamic_no_batch"),
+    ("invalid", "decoupled"),
+    ("invalid", "ensemble_decoupled"),
+    ("accepted", "python_any_platform"),
+    ("accepted", "ensemble_non_batching_step"),
+    ("accepted", "ensemble_dims_without_batch_dimension"),
+]
+PYTHON_EXAMPLES = FIXTURES / "python_backend_examples"
 
 pytestmark = [pytest.mark.triton, pytest.mark.slow]
 
@@ -80,7 +134,31 @@ def test_config_triton_refuses_also_fails_validation(
     case_root = FIXTURES / "invalid" / case
     status, body = mme_load(mme_server, stage(case_root, tmp_path), f"oracle-{case}.tar.gz")
     assert status == 400, body
-    assert validate_repository(case_root).errors
+    instance = json.loads((case_root / "expected.json").read_text())["instance_type"]
+    assert validate_repository(case_root, instance_type=instance).errors
+
+
+@pytest.mark.parametrize(("group", "case"), ACCEPTED)
+def test_config_triton_accepts_gets_no_error(
+    group: str, case: str, mme_server: TritonProcess, tmp_path: Path
+) -> None:
+    case_root = FIXTURES / group / case
+    status, body = mme_load(mme_server, stage(case_root, tmp_path), f"oracle-ok-{case}.tar.gz")
+    assert status == 200, body
+    assert validate_repository(case_root).errors == []
+
+
+@pytest.mark.parametrize("model", sorted(p.name for p in PYTHON_EXAMPLES.iterdir() if p.is_dir()))
+def test_python_backend_examples_load_and_get_no_error(
+    model: str, mme_server: TritonProcess, tmp_path: Path
+) -> None:
+    # Each archive holds one model, as deploy package writes them; the hook of
+    # the auto_complete examples runs in Triton, as on SageMaker.
+    target = tmp_path / f"example-{model}" / "model"
+    shutil.copytree(PYTHON_EXAMPLES / model, target / model)
+    status, body = mme_load(mme_server, target, f"oracle-example-{model}.tar.gz")
+    assert status == 200, body
+    assert [d for d in validate_repository(PYTHON_EXAMPLES).errors if d.model == model] == []
 
 
 @pytest.mark.parametrize(
