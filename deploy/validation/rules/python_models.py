@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from deploy.neuron.instances import is_inferentia
+from deploy.neuron.planning import PARAM_CORE_START
 from deploy.repository import DEPENDENCIES_PARAMETER, Model
 from deploy.validation.diagnostics import Diagnostic, error, warning
 from deploy.validation.image import image_has, pip_name
@@ -223,7 +225,8 @@ def _local_modules(model: Model) -> set[str]:
 def imports_the_image_lacks(ctx: Context, model: Model) -> Iterator[Diagnostic]:
     if model.backend != "python" or ENV_PARAMETER in model.config.parameters:
         return
-    if ctx.instance_type and ctx.instance_type.startswith("ml.inf1."):
+    neuron_model = PARAM_CORE_START in model.config.parameters
+    if neuron_model or (ctx.instance_type and is_inferentia(ctx.instance_type)):
         return  # Inferentia runs a custom image built with its Neuron packages
     local = _local_modules(model)
     seen: set[str] = set()
