@@ -100,6 +100,7 @@ ACCEPTED = [
     ("invalid", "dynamic_no_batch"),
     ("invalid", "decoupled"),
     ("invalid", "ensemble_decoupled"),
+    ("invalid", "ensemble_step_writes_input"),
     ("accepted", "python_any_platform"),
     ("accepted", "ensemble_non_batching_step"),
     ("accepted", "ensemble_dims_without_batch_dimension"),

@@ -107,17 +107,27 @@ def ensemble_steps(ctx: Context, model: Model) -> Iterator[Diagnostic]:
         return
     tensors: dict[str, _Tensor] = {t.name: _own(model, t, "ensemble input") for t in config.input}
     producers: dict[str, int] = {}
+    ensemble_inputs = {t.name for t in config.input}
     # First pass: what each step produces (so later checks see every tensor).
     for index, step in enumerate(steps):
         composing = ctx.repository.models.get(step.model_name)
         for key, value in step.output_map.items():
-            if value in producers or value in tensors:
+            if value in producers:
                 yield error(
                     model.name,
                     file,
                     f"ensemble_scheduling.step[{index}].output_map[{key}]",
                     f'tensor "{value}" is produced more than once',
                     "give each step output its own ensemble tensor name",
+                )
+            elif value in ensemble_inputs:
+                # Seen on the real tritonserver: it loads (the input is ready from the start).
+                yield warning(
+                    model.name,
+                    file,
+                    f"ensemble_scheduling.step[{index}].output_map[{key}]",
+                    f'step {index} writes its output "{key}" into the ensemble input "{value}"',
+                    "give the step output its own ensemble tensor name",
                 )
             producers[value] = index
             if composing is None:
@@ -370,7 +380,14 @@ def _check_decoupled(
 def _check_cycles(
     model: Model, file: str, steps: list[pb.ModelEnsembling.Step]
 ) -> Iterator[Diagnostic]:
-    produced_by = {value: i for i, s in enumerate(steps) for value in s.output_map.values()}
+    # Ensemble inputs are ready from the start, whoever else writes them.
+    inputs = {t.name for t in model.config.input}
+    produced_by = {
+        value: i
+        for i, s in enumerate(steps)
+        for value in s.output_map.values()
+        if value not in inputs
+    }
     edges = {
         i: {produced_by[v] for v in s.input_map.values() if v in produced_by}
         for i, s in enumerate(steps)
