@@ -40,7 +40,7 @@ def python_model(root: Path, body: str, config: str | None = None, name: str = "
 
 
 def tensors(entries: object) -> list[tuple[str, str, list[int]]]:
-    from tritonclient.grpc import model_config_pb2 as pb
+    from deploy.repository.schema import model_config_pb2 as pb
 
     return [(t.name, pb.DataType.Name(t.data_type), list(t.dims)) for t in entries]  # type: ignore[attr-defined]
 
