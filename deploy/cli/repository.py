@@ -63,7 +63,7 @@ def _render_report(report: Report) -> None:
 
     out = console()
     for view in report.configs:
-        out.print(f"[bold]{view.model}[/] ({view.source}):", markup=True)
+        out.print(f"[bold]{escape(view.model)}[/] ({escape(view.source)}):", markup=True)
         for line in view.text.splitlines():
             out.print(f"  {line}", markup=False, highlight=False)
     for d in report.diagnostics:
