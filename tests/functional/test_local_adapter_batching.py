@@ -128,10 +128,13 @@ def test_requests_of_different_shapes_run_as_one_call_per_shape(
     target = "batching/widths.tar.gz"
     write_archive(local_endpoint.store_dir / target, folder_files(folder, "widths"))
 
-    # Triton hands all four over together; rows of width 3 and of width 5 cannot be stacked.
+    # Rows of width 3 and of width 5 cannot be stacked. Whether Triton's batcher hands the
+    # four over in one execute call depends on arrival order, so a call holds either the
+    # request alone or every request of its width, never rows of the other width.
     results = concurrent_calls(local_endpoint.url, target, "X", widths=(3, 5, 3, 5))
 
     rows_per_width = {3: BATCH_SIZES[0] + BATCH_SIZES[2], 5: BATCH_SIZES[1] + BATCH_SIZES[3]}
     for x, outputs in results:
-        assert outputs["BATCH"].ravel().tolist() == [float(rows_per_width[x.shape[1]])] * len(x)
+        batch = outputs["BATCH"].ravel().tolist()
+        assert batch in ([float(len(x))] * len(x), [float(rows_per_width[x.shape[1]])] * len(x))
         np.testing.assert_array_equal(outputs["Y"], 2 * x)
