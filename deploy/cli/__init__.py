@@ -14,16 +14,16 @@ import sys
 from typing import Any
 
 import typer
-from typer.core import TyperGroup
 
 from deploy import __version__
+from deploy.cli.help import ReadableGroup
 from deploy.errors import DeployError
 from deploy.extras import missing_extra
 
 DEBUG_ENV = "DEPLOY_DEBUG"
 
 
-class _DeployGroup(TyperGroup):
+class _DeployGroup(ReadableGroup):
     """Maps `DeployError`, and a missing extra, to exit code 1 with a readable message."""
 
     def invoke(self, ctx: Any) -> Any:  # typer's vendored click.Context

@@ -25,3 +25,6 @@ def register(app: typer.Typer) -> None:
                 raise
             continue
         module.register(app)
+    from deploy.cli import help
+
+    help.apply(app)
