@@ -116,6 +116,18 @@ class DeploySettings(BaseSettings):
     )
     infra: InfraSettings = Field(default_factory=InfraSettings)
 
+    def stack_name(self, component: str) -> str:
+        """The CloudFormation stack of a component: `<endpoint_name>-<stage>-<component>`.
+
+        The one place stack names are made (the CDK app and `deploy up` both ask
+        here). An endpoint name that already names the stage as one of its
+        dash-separated parts (`deploy-triton-staging` for stage `staging`) does
+        not get it twice: `deploy-triton-staging-endpoint`.
+        """
+        if f"-{self.stage}-" in f"-{self.endpoint_name}-":
+            return f"{self.endpoint_name}-{component}"
+        return f"{self.endpoint_name}-{self.stage}-{component}"
+
 
 class _TomlStageSource(PydanticBaseSettingsSource):
     """Reads `[default]` then `[stages.<stage>]` from deploy.toml."""
@@ -202,6 +214,23 @@ def load_settings(
         return _Sourced()
     except ValidationError as exc:
         raise ConfigError(_describe(exc), where=str(path), fix="correct the named setting") from exc
+
+
+def configured_value(
+    field: str, *, stage: str | None = None, config_file: Path | None = None
+) -> tuple[Any, str] | None:
+    """A top-level field as deploy.toml sets it for the stage, and where (None: unset).
+
+    For callers that rank deploy.toml among other sources of their own (the
+    AWS region comes after the AWS environment and profile, as boto3 users
+    expect).
+    """
+    chosen_stage = stage or os.environ.get(STAGE_ENV) or DEFAULT_STAGE
+    path = config_file or Path(os.environ.get(CONFIG_FILE_ENV, DEFAULT_CONFIG_FILE))
+    values = _read_stage_section(path, chosen_stage)
+    if field not in values:
+        return None
+    return values[field], str(path)
 
 
 def _describe(exc: ValidationError) -> str:

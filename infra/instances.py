@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from deploy.errors import ConfigError
+from deploy.instance_types import require_instance_type
 from infra.errors import InfraConfigError
 
 # Families AWS lists for multi-model endpoints with a GPU (one GPU per instance
@@ -35,6 +37,10 @@ def instance_spec(instance_type: str) -> InstanceSpec:
             fix="set instance_type to a SageMaker instance such as ml.g5.xlarge or ml.m5.xlarge",
         )
     family = parts[1]
+    try:
+        require_instance_type(instance_type, where="instance_type")
+    except ConfigError as exc:
+        raise InfraConfigError(exc.message, where=exc.where, fix=exc.fix) from None
     if family in NEURON_FAMILIES:
         raise InfraConfigError(
             f"{instance_type} cannot host a multi-model endpoint: SageMaker does not run "

@@ -1,6 +1,6 @@
 """Build the CDK app for one stage and synthesize it without the CDK CLI.
 
-Stacks (names `<endpoint_name>-<stage>-<component>`), in deployment order:
+Stacks (named by `DeploySettings.stack_name`), in deployment order:
 
 - `model-store`: KMS key, model bucket (+ access-log bucket);
 - `network`: VPC, isolated subnets, VPC endpoints (their policies name the model-store
@@ -40,10 +40,6 @@ class StageApp:
     stacks: dict[str, cdk.Stack]  # component → stack
 
 
-def stack_name(settings: DeploySettings, component: str) -> str:
-    return f"{settings.endpoint_name}-{settings.stage}-{component}"
-
-
 def build_app(
     settings: DeploySettings,
     *,
@@ -66,7 +62,7 @@ def build_app(
     tags = {"deploy:stage": settings.stage, "deploy:endpoint": settings.endpoint_name}
     store = ModelStoreStack(
         app,
-        stack_name(settings, "model-store"),
+        settings.stack_name("model-store"),
         prefix=settings.infra.model_prefix,
         endpoint_name=settings.endpoint_name,
         bucket_name=settings.infra.model_bucket_name,
@@ -88,7 +84,7 @@ def build_app(
     endpoint_stack = Inf1EndpointStack if inferentia else EndpointStack
     endpoint = endpoint_stack(
         app,
-        stack_name(settings, "endpoint"),
+        settings.stack_name("endpoint"),
         settings=settings,
         network=network.network,
         store=store.store,
@@ -105,7 +101,7 @@ def build_app(
     if settings.infra.api and not inferentia:
         api = ApiStack(
             app,
-            stack_name(settings, "api"),
+            settings.stack_name("api"),
             endpoint_name=settings.endpoint_name,
             store=store.store,
             env=env,

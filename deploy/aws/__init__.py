@@ -7,6 +7,8 @@ what failed and what to do. Endpoints come from boto3's own configuration:
 (boto3 >= 1.28) point every client at an emulator such as the moto server.
 
     session.py         AwsSession: region + credentials -> clients; error mapping
+    region.py          which profile and region a command uses (one order for all)
+    ssm.py             SSM parameters: the CDK bootstrap version
     s3.py              the model store: head/list/put, checksummed resumable multipart
     sagemaker.py       endpoints and endpoint configs (read, delete)
     cloudformation.py  stacks: create/update/delete, events, outputs

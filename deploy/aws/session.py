@@ -90,10 +90,15 @@ def aws_call(action: str, *, where: str | None = None, fix: str | None = None) -
 
 @dataclass
 class AwsSession:
-    """One region and credential source; hands out cached, thread-safe clients."""
+    """One region and credential source; hands out cached, thread-safe clients.
+
+    `profile` None is boto3's default chain (which reads `AWS_PROFILE` itself);
+    `region_source` says where the region came from (`deploy.aws.region`).
+    """
 
     region: str
     profile: str | None = None
+    region_source: str = "settings"
     _session: boto3.Session | None = field(default=None, init=False, repr=False)
     _clients: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -103,25 +108,46 @@ class AwsSession:
         """A boto3 client; its endpoint follows AWS_ENDPOINT_URL[_<SERVICE>]."""
         with self._lock:
             if service not in self._clients:
-                import boto3
                 from botocore.config import Config
 
-                if self._session is None:
-                    with aws_call("opening an AWS session", where=f"profile {self.profile}"):
-                        self._session = boto3.Session(
-                            region_name=self.region, profile_name=self.profile
-                        )
                 config = Config(
                     retries={"mode": "standard", "max_attempts": 5},
                     max_pool_connections=32,
                 )
-                session: Any = self._session
-                self._clients[service] = session.client(service, config=config)
+                session: Any = self._boto3()
+                # A malformed region or endpoint URL fails here, not at the first call.
+                with aws_call(f"creating the {service} client", where=self._where()):
+                    self._clients[service] = session.client(service, config=config)
             return self._clients[service]
+
+    def _where(self) -> str:
+        from deploy.aws.region import describe_profile
+
+        return f"{describe_profile(self.profile)}, region {self.region}"
+
+    def _boto3(self) -> boto3.Session:
+        if self._session is None:
+            import boto3
+
+            with aws_call("opening an AWS session", where=self._where()):
+                self._session = boto3.Session(region_name=self.region, profile_name=self.profile)
+        return self._session
+
+    def credentials_missing(self) -> str | None:
+        """Why no call can be signed (no credentials found), or None.
+
+        Asks boto3's credential chain (environment, profile, SSO cache, container
+        or instance role) without calling an AWS service.
+        """
+        with aws_call("looking for AWS credentials", where=self._where()):
+            credentials = self._boto3().get_credentials()
+        if credentials is None:
+            return f"no AWS credentials found ({self._where()})"
+        return None
 
     def account_id(self) -> str:
         """The account the credentials belong to (asked once)."""
         if self._account is None:
-            with aws_call("sts:GetCallerIdentity", where=self.region):
+            with aws_call("sts:GetCallerIdentity", where=self._where()):
                 self._account = str(self.client("sts").get_caller_identity()["Account"])
         return self._account

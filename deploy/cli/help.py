@@ -53,18 +53,18 @@ def _usage(command: Any, ctx: typer.Context) -> list[str]:
 
 
 class ReadableCommand(TyperCommand):
-    def get_params(self, ctx: typer.Context) -> list[Any]:
+    def get_params(self, ctx: Any) -> list[Any]:
         return _readable(super().get_params(ctx), ctx)
 
-    def collect_usage_pieces(self, ctx: typer.Context) -> list[str]:
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
         return _usage(self, ctx)
 
 
 class ReadableGroup(TyperGroup):
-    def get_params(self, ctx: typer.Context) -> list[Any]:
+    def get_params(self, ctx: Any) -> list[Any]:
         return _readable(super().get_params(ctx), ctx)
 
-    def collect_usage_pieces(self, ctx: typer.Context) -> list[str]:
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
         return [*_usage(self, ctx), self.subcommand_metavar]
 
 

@@ -12,8 +12,22 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from deploy.cli.flags import (
+    AWS_FLAGS,
+    JsonOption,
+    ProfileOption,
+    RegionOption,
+    StageOption,
+    aws_target,
+    reject,
+)
+
 if TYPE_CHECKING:
     from deploy.lifecycle.aws_provider import AwsProvider
+
+# How long `deploy up` waits for the endpoint unless --timeout says otherwise.
+AWS_ROLLOUT_TIMEOUT_S = 3600.0
+LOCAL_START_TIMEOUT_S = 60.0
 
 
 def register(app: typer.Typer) -> None:
@@ -24,6 +38,7 @@ def register(app: typer.Typer) -> None:
 
 
 def up(
+    ctx: typer.Context,
     local: bool = typer.Option(False, "--local", help="Run the endpoint on this machine."),
     repository: Annotated[
         Path | None, typer.Option("--repository", help="Model repository.")
@@ -37,17 +52,25 @@ def up(
     port: int | None = typer.Option(
         None,
         "--port",
-        help="Local front-end port (default: the local_port setting, 8080; 0: any free port).",
+        help="Local front-end port, --local only (default: the local_port setting, 8080; "
+        "0: any free port).",
     ),
     skip_smoke: bool = typer.Option(False, "--skip-smoke", help="Do not smoke-test models."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-    stage: str | None = typer.Option(None, "--stage", help="Stage (deploy.toml section)."),
+    as_json: JsonOption = False,
+    stage: StageOption = None,
     instance: str | None = typer.Option(
         None, "--instance", help="SageMaker instance type (ml.inf1.*: a single-model endpoint)."
     ),
-    region: str | None = typer.Option(None, "--region", help="AWS region."),
+    region: RegionOption = None,
+    profile: ProfileOption = None,
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and stop."),
-    timeout: float = typer.Option(3600.0, "--timeout", help="Rollout timeout (seconds)."),
+    timeout: float | None = typer.Option(
+        None,
+        "--timeout",
+        min=1,
+        help="Seconds to wait for the endpoint: AWS, the rollout (default 3600); "
+        "--local, its start (default 60).",
+    ),
     smoke_endpoint_url: str | None = typer.Option(
         None,
         "--smoke-endpoint-url",
@@ -62,48 +85,101 @@ def up(
     ),
 ) -> None:
     """Package, plan, upload, provision, wait, smoke-test, publish the manifest."""
-    if not local:
-        _up_aws(
+    if local:
+        reject(
+            ctx,
+            {
+                "instance": "--instance",
+                "region": "--region",
+                "profile": "--profile",
+                "smoke_endpoint_url": "--smoke-endpoint-url",
+                "smoke_endpoint_name": "--smoke-endpoint-name",
+            },
+            because="to --local: the local endpoint runs on this machine "
+            "(`deploy validate --instance` checks a repository against an instance type)",
+        )
+        _up_local(
             stage=stage,
-            instance=instance,
-            region=region,
-            endpoint_name=endpoint_name,
+            endpoint_name=endpoint_name or "local",
             repository=repository,
             package_dir=package_dir,
+            port=port,
             dry_run=dry_run,
             skip_smoke=skip_smoke,
-            timeout=timeout,
-            smoke_endpoint_url=smoke_endpoint_url,
-            smoke_endpoint_name=smoke_endpoint_name,
+            timeout=timeout or LOCAL_START_TIMEOUT_S,
             as_json=as_json,
         )
         return
-    endpoint_name = endpoint_name or "local"
-    from deploy.extras import require
+    reject(ctx, {"port": "--port"}, because="to AWS: it is the local endpoint's port (--local)")
+    if smoke_endpoint_name is not None and smoke_endpoint_url is None:
+        ctx.fail("--smoke-endpoint-name needs --smoke-endpoint-url")
+    _up_aws(
+        stage=stage,
+        instance=instance,
+        region=region,
+        profile=profile,
+        endpoint_name=endpoint_name,
+        repository=repository,
+        package_dir=package_dir,
+        dry_run=dry_run,
+        skip_smoke=skip_smoke,
+        timeout=timeout or AWS_ROLLOUT_TIMEOUT_S,
+        smoke_endpoint_url=smoke_endpoint_url,
+        smoke_endpoint_name=smoke_endpoint_name,
+        as_json=as_json,
+    )
 
-    require("local")  # before packaging: the endpoint it starts needs it
+
+def _up_local(
+    *,
+    stage: str | None,
+    endpoint_name: str,
+    repository: Path | None,
+    package_dir: Path | None,
+    port: int | None,
+    dry_run: bool,
+    skip_smoke: bool,
+    timeout: float,
+    as_json: bool,
+) -> None:
+    if not dry_run:
+        from deploy.extras import require
+
+        require("local")  # before packaging: the endpoint it starts needs it
     from deploy.cli.output import console, emit_json, interactive
     from deploy.config import load_settings
     from deploy.lifecycle.progress import reporter
+    from deploy.lifecycle.render import render_plan
     from deploy.lifecycle.up import UpOptions
     from deploy.lifecycle.up import up as run_up
     from deploy.local.provider import LocalProvider
 
-    settings = load_settings(repository=repository, package_dir=package_dir)
-    provider = LocalProvider(endpoint_name, port=port if port is not None else settings.local_port)
+    # The stage picks the repository and package folder of deploy.toml.
+    settings = load_settings(
+        stage=stage, repository=repository, package_dir=package_dir, endpoint_name=endpoint_name
+    )
+    provider = LocalProvider(
+        endpoint_name,
+        port=port if port is not None else settings.local_port,
+        start_timeout_s=timeout,
+    )
+    out = console()
     result = run_up(
         settings,
         provider,
         repository=settings.repository,
         package_dir=settings.package_dir,
-        options=UpOptions(skip_smoke=skip_smoke),
-        reporter=reporter(interactive=interactive() and not as_json),
+        options=UpOptions(dry_run=dry_run, skip_smoke=skip_smoke, timeout_s=timeout),
+        reporter=reporter(interactive=interactive() and not as_json, lines=not as_json),
+        on_plan=None if as_json else (lambda plan: render_plan(plan, out)),
     )
     url = provider.data_plane().endpoint_url
     if as_json:
         emit_json({**result.to_dict(), "url": url})
         return
-    out = console()
+    if dry_run:
+        out.print("[bold]dry run[/]: nothing was changed")
+        return
     out.print(f"local endpoint [bold]{endpoint_name}[/] at {url}")
     out.print(f"  tritonserver log {provider.triton_log_path.resolve()}", soft_wrap=True)
     for smoke in result.smoke:
@@ -150,17 +226,20 @@ def _boto3_snippet(url: str, endpoint_name: str, manifest: dict[str, Any]) -> st
 
 
 def status(
+    ctx: typer.Context,
     local: bool = typer.Option(False, "--local", help="The endpoint on this machine."),
     endpoint_name: str | None = typer.Option(None, "--endpoint-name", help="Endpoint name."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-    stage: str | None = typer.Option(None, "--stage", help="Stage (deploy.toml section)."),
-    region: str | None = typer.Option(None, "--region", help="AWS region."),
+    as_json: JsonOption = False,
+    stage: StageOption = None,
+    region: RegionOption = None,
+    profile: ProfileOption = None,
 ) -> None:
     """Show the endpoint, its scaling, the manifest's models and recent errors/latency."""
     if not local:
-        document = _aws_provider(stage, region, endpoint_name).status()
+        document = _aws_provider(stage, region, profile, endpoint_name).status()
         _render(document, as_json, "status")
         return
+    reject(ctx, AWS_FLAGS, because="to --local: the local endpoint runs on this machine")
     endpoint_name = endpoint_name or "local"
     from deploy.cli.output import console, emit_json
     from deploy.local.provider import LocalProvider
@@ -190,53 +269,107 @@ def status(
 
 
 def down(
+    ctx: typer.Context,
     local: bool = typer.Option(False, "--local", help="The endpoint on this machine."),
     endpoint_name: str | None = typer.Option(None, "--endpoint-name", help="Endpoint name."),
-    stage: str | None = typer.Option(None, "--stage", help="Stage (deploy.toml section)."),
-    region: str | None = typer.Option(None, "--region", help="AWS region."),
-    purge: bool = typer.Option(False, "--purge", help="Also delete the model store."),
+    stage: StageOption = None,
+    region: RegionOption = None,
+    profile: ProfileOption = None,
+    purge: bool = typer.Option(False, "--purge", help="Also delete the model store and network."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: JsonOption = False,
 ) -> None:
-    """Remove the endpoint (AWS: its stacks); the model store stays unless --purge."""
+    """Remove the endpoint (AWS: its stacks, after asking); the model store stays unless --purge."""
     if not local:
-        provider = _aws_provider(stage, region, endpoint_name)
-        if purge and not yes:
-            location = provider.store_location()
-            where = f"s3://{location.bucket}/{location.prefix}" if location else "the model store"
-            if not typer.confirm(f"delete {where} and every archive in it?", err=True):
-                raise typer.Exit(1)
-        _render(provider.down(purge=purge), as_json, "down")
+        _down_aws(ctx, stage, region, profile, endpoint_name, purge=purge, yes=yes, as_json=as_json)
         return
+    reject(
+        ctx,
+        {**AWS_FLAGS, "purge": "--purge"},
+        because="to --local: it stops the process; the store under .deploy/local stays",
+    )
     endpoint_name = endpoint_name or "local"
-    from deploy.cli.output import console
+    from deploy.cli.output import console, emit_json
     from deploy.local.provider import LocalProvider
 
     local_provider = LocalProvider(endpoint_name)
     stopped = local_provider.stop()
-    out = console()
-    if stopped is None:
-        out.print(f"{endpoint_name} was not running")
-    else:
-        out.print(f"local endpoint {endpoint_name} stopped")
     log = (
         Path(stopped.triton_log)
         if stopped and stopped.triton_log
         else local_provider.triton_log_path
     )
+    if as_json:
+        kept = str(log.resolve()) if log.is_file() else None
+        emit_json({"endpoint_name": endpoint_name, "stopped": bool(stopped), "triton_log": kept})
+        return
+    out = console()
+    if stopped is None:
+        out.print(f"{endpoint_name} was not running")
+    else:
+        out.print(f"local endpoint {endpoint_name} stopped")
     if log.is_file():
         out.print(f"  tritonserver log kept: {log}", soft_wrap=True)
 
 
+def _down_aws(
+    ctx: typer.Context,
+    stage: str | None,
+    region: str | None,
+    profile: str | None,
+    endpoint_name: str | None,
+    *,
+    purge: bool,
+    yes: bool,
+    as_json: bool,
+) -> None:
+    """Ask before deleting (a terminal), or require --yes (none); declining keeps all."""
+    import sys
+
+    from deploy.cli.output import console
+
+    provider = _aws_provider(stage, region, profile, endpoint_name)
+    what = provider.down_plan(purge=purge)
+    if what["remove"] and not yes:
+        doomed = ", ".join(what["remove"])
+        store = what["model_store"]
+        if not sys.stdin.isatty():
+            ctx.fail(
+                f"this deletes the stacks {doomed}"
+                + (f" and every archive in {store}" if purge and store else "")
+                + "; stdin is not a terminal, so pass --yes to confirm"
+            )
+        err = console(stderr=True)
+        err.print(
+            f"[bold]deploy down[/] stage {provider.settings.stage} "
+            f"({provider.settings.region}) will delete:"
+        )
+        for name in what["remove"]:
+            err.print(f"  stack {name}", markup=False)
+        if purge and store:
+            err.print(f"  {store} and every archive in it", markup=False)
+        for kept in what["keep"]:
+            err.print(f"  kept: {kept}", markup=False)
+        if not typer.confirm("Delete them?", default=False, err=True):
+            err.print(
+                "nothing was deleted; kept: " + "; ".join(what["remove"] + what["keep"]),
+                markup=False,
+            )
+            raise typer.Exit(1)
+    _render(provider.down(purge=purge), as_json, "down")
+
+
 def prune(
     keep: int = typer.Option(1, "--keep", min=0, help="Superseded archives to keep per model."),
-    stage: str | None = typer.Option(None, "--stage", help="Stage (deploy.toml section)."),
-    region: str | None = typer.Option(None, "--region", help="AWS region."),
+    stage: StageOption = None,
+    region: RegionOption = None,
+    profile: ProfileOption = None,
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be deleted."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: JsonOption = False,
 ) -> None:
     """Delete superseded archives the published manifest no longer references."""
-    _render(_aws_provider(stage, region, None).prune(keep=keep, dry_run=dry_run), as_json, "prune")
+    provider = _aws_provider(stage, region, profile, None)
+    _render(provider.prune(keep=keep, dry_run=dry_run), as_json, "prune")
 
 
 # -- AWS -------------------------------------------------------------------------------
@@ -245,6 +378,7 @@ def prune(
 def _aws_provider(
     stage: str | None,
     region: str | None,
+    profile: str | None,
     endpoint_name: str | None,
     *,
     instance: str | None = None,
@@ -253,12 +387,12 @@ def _aws_provider(
     repository: Path | None = None,
     package_dir: Path | None = None,
 ) -> AwsProvider:
-    from deploy.config import load_settings
     from deploy.lifecycle.aws_provider import AwsProvider
 
-    settings = load_settings(
+    settings, session = aws_target(
         stage=stage,
         region=region,
+        profile=profile,
         endpoint_name=endpoint_name,
         instance_type=instance,
         repository=repository,
@@ -266,6 +400,7 @@ def _aws_provider(
     )
     return AwsProvider(
         settings,
+        session=session,
         smoke_endpoint_url=smoke_endpoint_url,
         smoke_endpoint_name=smoke_endpoint_name,
     )
@@ -276,6 +411,7 @@ def _up_aws(
     stage: str | None,
     instance: str | None,
     region: str | None,
+    profile: str | None,
     endpoint_name: str | None,
     repository: Path | None,
     package_dir: Path | None,
@@ -298,6 +434,7 @@ def _up_aws(
     provider = _aws_provider(
         stage,
         region,
+        profile,
         endpoint_name,
         instance=instance,
         smoke_endpoint_url=smoke_endpoint_url,
@@ -313,7 +450,7 @@ def _up_aws(
         repository=settings.repository,
         package_dir=settings.package_dir,
         options=UpOptions(dry_run=dry_run, skip_smoke=skip_smoke, timeout_s=timeout),
-        reporter=reporter(interactive=interactive() and not as_json),
+        reporter=reporter(interactive=interactive() and not as_json, lines=not as_json),
         on_plan=None if as_json else (lambda plan: render_plan(plan, out)),
     )
     if as_json:
@@ -353,10 +490,23 @@ def _render(document: dict[str, Any], as_json: bool, kind: str) -> None:
         if document.get("model_store_kept"):
             out.print(f"model store kept: {document['model_store_kept']} (--purge deletes it)")
     else:
-        verb = "would delete" if document.get("dry_run") else "deleted"
-        out.print(
-            f"{verb} {len(document['deleted'])} archive(s), {document['bytes_freed']} bytes; "
-            f"{len(document['kept_referenced'])} referenced by the manifest"
-        )
-        for name in document["deleted"]:
-            out.print(f"  {name}")
+        _render_prune(document, out)
+
+
+def _render_prune(document: dict[str, Any], out: Any) -> None:
+    from deploy.lifecycle.render import size
+
+    store = document.get("store")
+    if store is None:
+        out.print("no model store for this stage: nothing to prune")
+        return
+    deleted = document["deleted"]
+    verb = "would delete" if document.get("dry_run") else "deleted"
+    out.print(
+        f"{verb} {len(deleted)} archive(s), {size(document['bytes_freed'])}, from {store} "
+        f"({len(document['kept_referenced'])} referenced by the manifest stay)"
+    )
+    for name in deleted:
+        out.print(f"  {store}{name}  {size(document['sizes'].get(name, 0))}", markup=False)
+    if document.get("dry_run"):
+        out.print("[bold]dry run[/]: nothing was deleted")

@@ -43,6 +43,10 @@ def validate(
     """Check a model repository offline: errors exit 1, warnings exit 0."""
     from deploy.validation import validate_repository
 
+    if instance is not None:
+        from deploy.instance_types import require_instance_type
+
+        require_instance_type(instance, where="--instance")
     report = validate_repository(repo, instance_type=instance, show_configs=show_config)
     if as_json:
         emit_json(report.as_dict())

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deploy.aws import ssm
 from deploy.aws.autoscaling import AutoScaling
 from deploy.aws.cloudformation import StackEvent, Stacks, template_body
 from deploy.aws.cloudwatch import CloudWatch
@@ -50,7 +51,6 @@ from deploy.lifecycle.templates import (
     Synthesizer,
     cdk_synthesizer,
     project_root,
-    stack_name,
     stage_templates,
 )
 from deploy.neuron.instances import is_inferentia
@@ -59,6 +59,13 @@ MANIFEST_KEY = "manifest.json"
 # Where an inf1 stage keeps its archives and manifest, under the model-store prefix.
 SINGLE_MODEL_FOLDER = "inf1/"
 ENDPOINT_TYPE = "AWS::SageMaker::Endpoint"
+BOOTSTRAP_STACK = "CDKToolkit"
+# `deploy down` deletes in this order (the network imports the model-store bucket for
+# its S3 endpoint policy, so it goes first); without --purge only what is billed per hour.
+_DOWN_ORDER = ("api", "endpoint", "network", "model-store")
+_BILLED_HOURLY = ("api", "endpoint")
+# The synthesized templates' CheckBootstrapVersion rule refuses versions 1-5.
+MIN_BOOTSTRAP_VERSION = 6
 
 
 class RolloutFailedError(AwsError):
@@ -93,6 +100,7 @@ class AwsProvider:
         self.settings = settings
         self.single_model = is_inferentia(settings.instance_type)
         self.session = session or AwsSession(settings.region)
+        self.region_source: str | None = self.session.region_source
         self.stacks = Stacks(self.session, sleep=sleep)
         self.sagemaker = SageMaker(self.session)
         self.autoscaling = AutoScaling(self.session)
@@ -113,7 +121,7 @@ class AwsProvider:
     # -- names and locations ----------------------------------------------------------
 
     def stack(self, component: str) -> str:
-        return stack_name(self.settings, component)
+        return self.settings.stack_name(component)
 
     def _synthesized(self) -> StageTemplates:
         if self._stage is None:
@@ -180,6 +188,43 @@ class AwsProvider:
         return self.sagemaker.endpoint(name) if name else None
 
     # -- planning -----------------------------------------------------------------------
+
+    def unavailable(self) -> str | None:
+        return self.session.credentials_missing()
+
+    def require_bootstrap(self, stacks: Iterable[str]) -> None:
+        """The CDK bootstrap the templates of `stacks` need exists (else: how to make it).
+
+        Each synthesized template names the SSM parameter holding the bootstrap
+        version (`/cdk-bootstrap/<qualifier>/version`) and refuses old versions.
+        Without permission to read it, the CDKToolkit stack stands in for it.
+        """
+        templates = self.templates()
+        names = {
+            str(parameter["Default"])
+            for stack in stacks
+            if (parameter := templates[stack].get("Parameters", {}).get("BootstrapVersion"))
+            and "Default" in parameter
+        }
+        for name in sorted(names):
+            try:
+                version = ssm.parameter(self.session, name)
+            except AwsCallError as exc:
+                if "AccessDenied" not in exc.code:
+                    raise
+                version = "unknown" if self.stacks.describe(BOOTSTRAP_STACK) else None
+            if version is None or (version.isdigit() and int(version) < MIN_BOOTSTRAP_VERSION):
+                account = self.settings.infra.account or self.session.account_id()
+                region = self.settings.region
+                state = "is missing" if version is None else f"is version {version}"
+                raise AwsError(
+                    f"account {account} in {region} is not bootstrapped for CDK: the "
+                    f"parameter {name} {state} (the stacks need version "
+                    f"{MIN_BOOTSTRAP_VERSION} or later)",
+                    where=f"account {account}, region {region}",
+                    fix=f"run `npx cdk bootstrap aws://{account}/{region}` once, then re-run "
+                    "`deploy up`",
+                )
 
     def published_manifest(self) -> dict[str, Any] | None:
         import json
@@ -266,6 +311,9 @@ class AwsProvider:
             else:
                 action = "unchanged"
             resources.append({"stack": name, "action": action})
+        pending = [item["stack"] for item in resources if item["action"] != "unchanged"]
+        if pending:
+            self.require_bootstrap(pending)
         current_spec = self.current_infra()
         changes = diff_infra(current_spec, desired)
         if missing:
@@ -649,6 +697,22 @@ class AwsProvider:
                 }
         return result
 
+    def down_plan(self, *, purge: bool) -> dict[str, Any]:
+        """What `down(purge=...)` would delete (stacks that exist) and what it keeps."""
+        remove: list[str] = []
+        keep: list[str] = []
+        for component in _DOWN_ORDER:
+            name = self.stack(component)
+            if self.stacks.describe(name) is None:
+                continue
+            (remove if purge or component in _BILLED_HOURLY else keep).append(f"{name}")
+        location = self.store_location()
+        store = f"s3://{location.bucket}/{location.prefix}" if location else None
+        kept = [f"stack {name}" for name in keep]
+        if store and not purge:
+            kept.append(f"model store {store}")
+        return {"remove": remove, "keep": kept, "model_store": store}
+
     def down(self, *, purge: bool, timeout_s: float = 3600.0) -> dict[str, Any]:
         """Delete the endpoint (and API) stacks: nothing billed per hour remains.
 
@@ -656,8 +720,7 @@ class AwsProvider:
         unless `purge`, which empties and deletes the bucket, then both stacks.
         """
         removed: list[str] = []
-        # The network imports the model-store bucket (its S3 endpoint policy): it goes first.
-        components = ["api", "endpoint"] + (["network", "model-store"] if purge else [])
+        components = [c for c in _DOWN_ORDER if purge or c in _BILLED_HOURLY]
         location = self.store_location() if purge else None
         for component in components:
             name = self.stack(component)
@@ -680,7 +743,14 @@ class AwsProvider:
     def prune(self, *, keep: int, dry_run: bool = False) -> dict[str, Any]:
         found = self._store()
         if found is None:
-            return {"deleted": [], "kept_referenced": [], "bytes_freed": 0}
+            return {
+                "deleted": [],
+                "kept_referenced": [],
+                "bytes_freed": 0,
+                "dry_run": dry_run,
+                "store": None,
+                "sizes": {},
+            }
         store, prefix = found
         manifest = self.published_manifest()
         if self.single_model:
@@ -707,6 +777,8 @@ class AwsProvider:
             "kept_referenced": sorted(referenced),
             "bytes_freed": sum(sizes[name] for name in doomed),
             "dry_run": dry_run,
+            "store": f"s3://{store.bucket}/{prefix}",
+            "sizes": {name: sizes[name] for name in doomed},
         }
 
 

@@ -7,13 +7,23 @@ as it should be. The same plan drives `--dry-run`, the upload and the report.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from deploy.errors import ConfigError, PackagingError
 from deploy.lifecycle.prices import CostEstimate
 
-ModelAction = Literal["new", "changed", "unchanged", "removed"]
+# "unknown": planned without the published manifest (no AWS credentials).
+ModelAction = Literal["new", "changed", "unchanged", "removed", "unknown"]
+InfraAction = Literal["create", "update", "none", "unknown"]
+
+# What an offline plan (`deploy up --dry-run` without AWS credentials) leaves out.
+NEEDS_CREDENTIALS = (
+    "models new/changed/unchanged/removed (needs the published manifest)",
+    "archives to upload (needs the model store)",
+    "stack changes and the instances running now (needs CloudFormation and SageMaker)",
+    "the CDK bootstrap check (needs SSM or CloudFormation)",
+)
 
 
 @dataclass(frozen=True)
@@ -108,12 +118,35 @@ class Plan:
     provider: str
     endpoint: str
     models: tuple[ModelChange, ...]
-    infra_action: Literal["create", "update", "none"]
+    infra_action: InfraAction
     infra: tuple[InfraChange, ...]
     resources: tuple[dict[str, str], ...]  # provider-specific resource changes
     cost: CostEstimate | None
     hosting: str = "multi-model"
     archive: ArchiveChange | None = None  # single-model hosting only
+    region: str | None = None  # AWS: the region and where it came from
+    region_source: str | None = None
+    # Offline (no credentials): why, and the parts of the plan that need them.
+    offline_reason: str | None = None
+    needs_credentials: tuple[str, ...] = ()
+
+    def offline(self, reason: str) -> Plan:
+        """This plan with every part that needs AWS marked unknown (`needs_credentials`)."""
+        archive = self.archive and replace(self.archive, previous_key=None, upload=False)
+        return replace(
+            self,
+            models=tuple(
+                replace(m, action="unknown", previous_target_model=None, upload=False)
+                for m in self.models
+                if m.action != "removed"
+            ),
+            archive=archive,
+            infra_action="unknown",
+            infra=tuple(replace(change, before=None) for change in self.infra),
+            resources=(),
+            offline_reason=reason,
+            needs_credentials=NEEDS_CREDENTIALS,
+        )
 
     @property
     def changed_models(self) -> tuple[ModelChange, ...]:
@@ -150,6 +183,12 @@ class Plan:
             "resources": list(self.resources),
             "cost": self.cost.to_dict() if self.cost else None,
         }
+        if self.region is not None:
+            document["region"] = self.region
+            document["region_source"] = self.region_source
+        if self.offline_reason is not None:
+            document["offline_reason"] = self.offline_reason
+            document["needs_credentials"] = list(self.needs_credentials)
         if self.archive is not None:
             document["hosting"] = self.hosting
             document["archive"] = self.archive.to_dict()

@@ -1,18 +1,33 @@
-"""Live views: upload bytes and rollout status on a TTY; nothing otherwise."""
+"""What `deploy up` shows while it works, on stderr (stdout keeps the result).
+
+- `SilentReporter` (`--json`, tests): records, prints nothing;
+- `LineReporter` (a log, CI): one line as each stage starts;
+- `RichReporter` (a terminal): the stage lines, plus a byte bar for packaging
+  and uploads and a live table while stacks roll out and the endpoint starts.
+"""
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Sequence
 from typing import Any
 
 
 class SilentReporter:
-    """For --json output, CI logs and tests: records, prints nothing."""
+    """For --json output and tests: records, prints nothing."""
 
     def __init__(self) -> None:
         self.bytes_uploaded = 0
         self.rollout_updates: list[tuple[str, str, str]] = []
+        self.stages: list[tuple[str, str]] = []
+
+    @property
+    def package_progress(self) -> bool:
+        return False
+
+    def stage(self, name: str, detail: str = "") -> None:
+        self.stages.append((name, detail))
 
     def upload_started(self, files: int, total_bytes: int) -> None:
         self.bytes_uploaded = 0
@@ -30,8 +45,25 @@ class SilentReporter:
         return None
 
 
+def _stage_line(name: str, detail: str, seconds: float) -> str:
+    return f"[{seconds:4.0f}s] {name}" + (f": {detail}" if detail else "")
+
+
+class LineReporter(SilentReporter):
+    """One plain line per stage on stderr (logs, CI, a pipe)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._started = time.monotonic()
+
+    def stage(self, name: str, detail: str = "") -> None:
+        super().stage(name, detail)
+        sys.stderr.write(_stage_line(name, detail, time.monotonic() - self._started) + "\n")
+        sys.stderr.flush()
+
+
 class RichReporter(SilentReporter):
-    """A byte progress bar for uploads and a live table for rollouts (stderr)."""
+    """Stage lines, byte progress bars and a live rollout table (stderr, a terminal)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -42,6 +74,17 @@ class RichReporter(SilentReporter):
         self._task: Any = None
         self._live: Any = None
         self._started = time.monotonic()
+
+    @property
+    def package_progress(self) -> bool:
+        return True
+
+    def stage(self, name: str, detail: str = "") -> None:
+        super().stage(name, detail)
+        from rich.text import Text
+
+        line = _stage_line(name, detail, time.monotonic() - self._started)
+        self._console.print(Text(line, style="bold"), highlight=False)
 
     def upload_started(self, files: int, total_bytes: int) -> None:
         from rich.progress import (
@@ -98,5 +141,8 @@ class RichReporter(SilentReporter):
             self._live = None
 
 
-def reporter(*, interactive: bool) -> SilentReporter:
-    return RichReporter() if interactive else SilentReporter()
+def reporter(*, interactive: bool, lines: bool = True) -> SilentReporter:
+    """Rich views on a terminal, else stage lines (`lines`), else silence."""
+    if interactive:
+        return RichReporter()
+    return LineReporter() if lines else SilentReporter()

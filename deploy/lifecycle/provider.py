@@ -79,6 +79,15 @@ class Reporter(Protocol):
     def upload_started(self, files: int, total_bytes: int) -> None: ...
     def uploaded(self, nbytes: int) -> None: ...
     def upload_finished(self) -> None: ...
+    def stage(self, name: str, detail: str = "") -> None:
+        """A stage of `deploy up` starts (validate, package, plan, upload, ...)."""
+        ...
+
+    @property
+    def package_progress(self) -> bool:
+        """Whether packaging shows its own byte progress bar."""
+        ...
+
     def rollout(
         self, stack: str, status: str, endpoint_status: str, events: Sequence[str]
     ) -> None: ...
@@ -87,6 +96,11 @@ class Reporter(Protocol):
 
 class Provider(Protocol):
     name: str  # "aws" | "local"
+    region_source: str | None  # where the region came from (None: no region applies)
+
+    def unavailable(self) -> str | None:
+        """Why the provider cannot be asked anything now (e.g. no AWS credentials), or None."""
+        ...
 
     def published_manifest(self) -> dict[str, Any] | None:
         """The manifest clients resolve names with now (None: nothing published)."""

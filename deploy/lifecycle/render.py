@@ -9,7 +9,13 @@ from deploy.lifecycle.plan import Plan
 if TYPE_CHECKING:
     from rich.console import Console
 
-_ACTION_STYLE = {"new": "green", "changed": "yellow", "unchanged": "dim", "removed": "red"}
+_ACTION_STYLE = {
+    "new": "green",
+    "changed": "yellow",
+    "unchanged": "dim",
+    "removed": "red",
+    "unknown": "dim",
+}
 
 
 def size(nbytes: int) -> str:
@@ -24,20 +30,28 @@ def size(nbytes: int) -> str:
 def render_plan(plan: Plan, out: Console) -> None:
     from rich.table import Table
 
+    where = plan.provider
+    if plan.region is not None:
+        where = f"{plan.provider}, region {plan.region} from {plan.region_source}"
     out.print(
-        f"[bold]deploy up[/] stage [bold]{plan.stage}[/] ({plan.provider}), "
+        f"[bold]deploy up[/] stage [bold]{plan.stage}[/] ({where}), "
         f"endpoint [bold]{plan.endpoint}[/]"
     )
+    if plan.offline_reason is not None:
+        out.print(f"[yellow]offline plan[/]: {plan.offline_reason}; not compared:")
+        for part in plan.needs_credentials:
+            out.print(f"  - {part}", markup=False)
     models = Table(title="models (↑ = to upload)")
-    models.add_column("model")
+    models.add_column("model", overflow="fold")
     models.add_column("change")
     models.add_column("target model", overflow="fold")  # never truncated: users copy it
-    models.add_column("size", justify="right")
+    models.add_column("size", justify="right", no_wrap=True)
     for change in plan.models:
         style = _ACTION_STYLE[change.action]
+        label = "?" if change.action == "unknown" else change.action
         models.add_row(
             change.name,
-            f"[{style}]{change.action}[/]" + (" ↑" if change.upload else ""),
+            f"[{style}]{label}[/]" + (" ↑" if change.upload else ""),
             change.target_model
             + (
                 f"\n[dim]was {change.previous_target_model}[/]"
@@ -47,17 +61,29 @@ def render_plan(plan: Plan, out: Console) -> None:
             size(change.bytes),
         )
     out.print(models)
+    removed = [m.name for m in plan.models if m.action == "removed"]
+    if removed:
+        out.print(
+            f"[red]removed[/]: {', '.join(removed)} (in the published manifest, not in "
+            "this repository): clients can no longer call them once the manifest is published"
+        )
     if plan.archive is not None:
         _render_single_model(plan, out)
-    else:
+    elif plan.offline_reason is None:
         upload = sum(change.bytes for change in plan.uploads)
         out.print(f"to upload: {len(plan.uploads)} archive(s), {size(upload)}")
     infra = Table("setting", "now", "after", title=f"infrastructure: {plan.infra_action}")
+    unknown = "?" if plan.offline_reason is not None else "-"
     for item in plan.infra:
-        infra.add_row(item.setting, item.before or "-", f"[yellow]{item.after}[/]")
+        infra.add_row(item.setting, item.before or unknown, f"[yellow]{item.after}[/]")
     for resource in plan.resources:
-        if resource.get("action") != "unchanged":
-            infra.add_row(f"stack {resource['stack']}", "", resource.get("action", ""))
+        if "stack" in resource:
+            if resource.get("action") != "unchanged":
+                infra.add_row(f"stack {resource['stack']}", "", resource.get("action", ""))
+        elif plan.infra_action != "none":
+            # The local endpoint: one background process on this machine.
+            label = f"{resource.get('type', 'resource')} {resource.get('name', '')}"
+            infra.add_row(label.strip(), "", plan.infra_action)
     if infra.row_count:
         out.print(infra)
     else:

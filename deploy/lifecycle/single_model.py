@@ -209,6 +209,8 @@ def plan(
             cost=cost,
             hosting=HOSTING,
             archive=archive,
+            region=settings.region,
+            region_source=provider.region_source,
         ),
         infra,
     )

@@ -13,6 +13,7 @@ from typing import Any
 
 from deploy.config import DeploySettings
 from deploy.errors import ConfigError, PackagingError, ValidationFailedError
+from deploy.instance_types import require_instance_type
 from deploy.lifecycle.plan import (
     InfraSpec,
     ModelChange,
@@ -45,19 +46,25 @@ def desired_infra(settings: DeploySettings) -> InfraSpec:
     )
 
 
-def validate(settings: DeploySettings, repository: Path, *, models: bool = True) -> None:
-    """Checks that need no AWS call: the instance type and (with `models`) the repository.
+def validate(
+    settings: DeploySettings, repository: Path, *, models: bool = True, instance: bool = True
+) -> None:
+    """Checks that need no AWS call: the instance type (with `instance`: AWS) and
+    (with `models`) the repository.
 
     For ml.inf1 the repository rules include NeuronCore planning for the size
     (ranges inside the instance's cores, no two models sharing one).
     """
+    if instance:
+        _validate_instance(settings)
+    if models:
+        _validate_repository(repository, settings.instance_type if instance else None)
+
+
+def _validate_instance(settings: DeploySettings) -> None:
+    # SageMaker's own list (with "did you mean"): every entry is ml.<family>.<size>.
+    require_instance_type(settings.instance_type, where="instance_type (--instance)")
     parts = settings.instance_type.split(".")
-    if len(parts) != 3 or parts[0] != "ml":
-        raise ConfigError(
-            f"instance type {settings.instance_type!r} is not of the form ml.<family>.<size>",
-            where="instance_type (--instance)",
-            fix="pass a SageMaker instance type such as ml.g5.xlarge",
-        )
     if is_inferentia(settings.instance_type):
         # A single-model endpoint (deploy.lifecycle.single_model); an unknown size fails here.
         neuron_cores(settings.instance_type)
@@ -68,8 +75,9 @@ def validate(settings: DeploySettings, repository: Path, *, models: bool = True)
             fix="use a GPU (ml.g5.xlarge) or CPU (ml.m5.xlarge) instance, "
             "or ml.inf1 (a single-model endpoint)",
         )
-    if not models:
-        return
+
+
+def _validate_repository(repository: Path, instance_type: str | None) -> None:
     if not repository.is_dir():
         raise ConfigError(
             "model repository not found",
@@ -78,7 +86,7 @@ def validate(settings: DeploySettings, repository: Path, *, models: bool = True)
         )
     from deploy.validation import validate_repository
 
-    report = validate_repository(repository, instance_type=settings.instance_type)
+    report = validate_repository(repository, instance_type=instance_type)
     if report.errors:
         first = report.errors[0]
         more = f" (and {len(report.errors) - 1} more)" if len(report.errors) > 1 else ""
@@ -89,11 +97,13 @@ def validate(settings: DeploySettings, repository: Path, *, models: bool = True)
         )
 
 
-def package(repository: Path, package_dir: Path) -> tuple[dict[str, Any], Path]:
+def package(
+    repository: Path, package_dir: Path, *, progress: bool = False
+) -> tuple[dict[str, Any], Path]:
     """Incremental packaging (unchanged models keep their archives); returns the manifest."""
     from deploy.packaging import package_repository
 
-    package_repository(repository, package_dir)
+    package_repository(repository, package_dir, progress=progress)
     return read_package(package_dir)
 
 
@@ -148,6 +158,8 @@ def plan(
             infra=infra.changes,
             resources=infra.resources,
             cost=cost,
+            region=settings.region if provider.name == "aws" else None,
+            region_source=provider.region_source,
         ),
         infra,
     )

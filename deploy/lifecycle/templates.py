@@ -35,11 +35,6 @@ COMPONENTS = ("model-store", "network", "endpoint", "api")
 Synthesizer = Callable[[DeploySettings, Path], dict[str, Path]]
 
 
-def stack_name(settings: DeploySettings, component: str) -> str:
-    """Same naming as `infra.synth.stack_name`: `<endpoint>-<stage>-<component>`."""
-    return f"{settings.endpoint_name}-{settings.stage}-{component}"
-
-
 def project_root(start: Path | None = None) -> Path:
     """The folder holding cdk.json (the CDK app's root), searched upwards from cwd."""
     here = (start or Path.cwd()).resolve()

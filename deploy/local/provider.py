@@ -67,6 +67,7 @@ class LocalProvider:
     """A background local endpoint named `endpoint_name`, rooted at `state_dir`."""
 
     name = "local"
+    region_source: str | None = None  # no region: this machine
 
     def __init__(
         self,
@@ -75,11 +76,13 @@ class LocalProvider:
         state_dir: Path = STATE_DIR,
         port: int = 0,
         max_loaded_models: int | None = None,
+        start_timeout_s: float = 60.0,
     ) -> None:
         self.endpoint_name = endpoint_name
         self.state_dir = state_dir
         self.port = port  # 0: any free port
         self.max_loaded_models = max_loaded_models
+        self.start_timeout_s = start_timeout_s
         self.store_dir = endpoint_dir(endpoint_name, state_dir) / "store"
         self.state_path = state_path(endpoint_name, state_dir)
         self.log_path = endpoint_dir(endpoint_name, state_dir) / "serve.log"
@@ -104,6 +107,9 @@ class LocalProvider:
         return state
 
     # -- Provider protocol -------------------------------------------------------
+    def unavailable(self) -> str | None:
+        return None
+
     def published_manifest(self) -> dict[str, Any] | None:
         path = self.store_dir / MANIFEST
         if not path.is_file():
@@ -161,7 +167,7 @@ class LocalProvider:
         return outcomes
 
     def provision(self, infra: InfraPlan, desired: InfraSpec, reporter: Reporter) -> None:
-        self.start()
+        self.start(timeout_s=self.start_timeout_s)
 
     def wait(self, *, timeout_s: float, reporter: Reporter) -> EndpointView:
         state = self.state()

@@ -48,6 +48,7 @@ def test_context_overrides_split_into_settings(tmp_path: Path) -> None:
         ("ml.inf2.xlarge", r"cannot host a multi-model endpoint"),
         ("ml.trn1.2xlarge", r"cannot host a multi-model endpoint"),
         ("g5.xlarge", r"not of the form ml.<family>.<size>"),
+        ("ml.g5.xlarg", r"not a SageMaker hosting instance type \(did you mean ml.g5.xlarge\?\)"),
     ],
 )
 def test_unsupported_instances_are_refused_with_a_fix(instance_type: str, message: str) -> None:
@@ -141,12 +142,12 @@ def test_npx_cdk_synth_selects_the_stage_quietly_and_offline(tmp_path: Path) -> 
     assert "[Warning" not in result.stderr and "[Error" not in result.stderr, result.stderr
     names = sorted(p.name for p in out.glob("*.template.json"))
     assert names == [
-        "triton-prod-prod-api.template.json",
-        "triton-prod-prod-endpoint.template.json",
-        "triton-prod-prod-model-store.template.json",
-        "triton-prod-prod-network.template.json",
+        "triton-prod-api.template.json",
+        "triton-prod-endpoint.template.json",
+        "triton-prod-model-store.template.json",
+        "triton-prod-network.template.json",
     ]
-    endpoint = json.loads((out / "triton-prod-prod-endpoint.template.json").read_text())
+    endpoint = json.loads((out / "triton-prod-endpoint.template.json").read_text())
     (target,) = [
         r["Properties"]
         for r in endpoint["Resources"].values()

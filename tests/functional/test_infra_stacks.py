@@ -82,7 +82,7 @@ class Stage:
         return assertions.Template.from_json(self.json(component))
 
     def json(self, component: str) -> dict[str, Any]:
-        path = self.paths[f"{self.settings.endpoint_name}-{self.settings.stage}-{component}"]
+        path = self.paths[self.settings.stack_name(component)]
         loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         return loaded
 
@@ -626,9 +626,9 @@ def existing_stage(tmp_path_factory: pytest.TempPathFactory) -> Stage:
 
 def test_existing_vpc_key_and_topic_are_used_not_created(existing_stage: Stage) -> None:
     assert sorted(existing_stage.paths) == [
-        "triton-shared-shared-endpoint",
-        "triton-shared-shared-model-store",
-        "triton-shared-shared-network",
+        "triton-shared-endpoint",
+        "triton-shared-model-store",
+        "triton-shared-network",
     ]
     network = existing_stage.template("network")
     network.resource_count_is("AWS::EC2::VPC", 0)
@@ -1152,7 +1152,7 @@ def test_stacks_deploy_on_moto_cloudformation(cpu_stage: Stage, moto_server: str
     # logical id: look it up through the stack (the name is asserted on the template).
     (endpoint_arn,) = [
         r["PhysicalResourceId"]
-        for r in cloudformation.describe_stack_resources(StackName="triton-cpu-cpu-endpoint")[
+        for r in cloudformation.describe_stack_resources(StackName="triton-cpu-endpoint")[
             "StackResources"
         ]
         if r.get("ResourceType") == "AWS::SageMaker::Endpoint"
@@ -1190,7 +1190,7 @@ def test_stacks_deploy_on_moto_cloudformation(cpu_stage: Stage, moto_server: str
     assert all(a["AlarmActions"][0] in topic_arns for a in alarms["MetricAlarms"])
     outputs = {
         o["OutputKey"]: o["OutputValue"]
-        for o in cloudformation.describe_stacks(StackName="triton-cpu-cpu-endpoint")["Stacks"][0][
+        for o in cloudformation.describe_stacks(StackName="triton-cpu-endpoint")["Stacks"][0][
             "Outputs"
         ]
     }
@@ -1198,9 +1198,7 @@ def test_stacks_deploy_on_moto_cloudformation(cpu_stage: Stage, moto_server: str
     assert outputs["ImageUri"] == CPU_IMAGE
     api_outputs = {
         o["OutputKey"]: o["OutputValue"]
-        for o in cloudformation.describe_stacks(StackName="triton-cpu-cpu-api")["Stacks"][0][
-            "Outputs"
-        ]
+        for o in cloudformation.describe_stacks(StackName="triton-cpu-api")["Stacks"][0]["Outputs"]
     }
     function = _client("lambda", moto_url).get_function(FunctionName=api_outputs["FunctionName"])
     assert function["Configuration"]["Handler"] == "front_door.app.handler"

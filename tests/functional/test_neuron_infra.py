@@ -42,7 +42,7 @@ class Inf1Stage:
     paths: dict[str, Path]
 
     def json(self, component: str) -> dict[str, Any]:
-        path = self.paths[f"{self.settings.endpoint_name}-{self.settings.stage}-{component}"]
+        path = self.paths[self.settings.stack_name(component)]
         loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         return loaded
 
@@ -129,9 +129,9 @@ def test_single_model_endpoint_runs_the_router_from_one_archive(inf1_stage: Inf1
     assert outputs["BaseImageUri"]["Value"] == CPU_IMAGE
     # The HTTP API front door speaks multi-model only: not part of the inf1 stage.
     assert sorted(inf1_stage.paths) == [
-        "triton-inf1-inf1-endpoint",
-        "triton-inf1-inf1-model-store",
-        "triton-inf1-inf1-network",
+        "triton-inf1-endpoint",
+        "triton-inf1-model-store",
+        "triton-inf1-network",
     ]
 
 
@@ -269,7 +269,7 @@ def test_inf1_stacks_create_on_moto_cloudformation(inf1_stage: Inf1Stage, moto_s
         assert stack["StackStatus"] == "CREATE_COMPLETE", (name, stack.get("StackStatusReason"))
     (endpoint_arn,) = [
         r["PhysicalResourceId"]
-        for r in cloudformation.describe_stack_resources(StackName="triton-inf1-inf1-endpoint")[
+        for r in cloudformation.describe_stack_resources(StackName="triton-inf1-endpoint")[
             "StackResources"
         ]
         if r.get("ResourceType") == "AWS::SageMaker::Endpoint"

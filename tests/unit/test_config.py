@@ -54,3 +54,23 @@ def test_broken_toml_names_the_file(tmp_path: Path) -> None:
     config = write(tmp_path / "deploy.toml", "[default\n")
     with pytest.raises(ConfigError, match=r"deploy\.toml"):
         load_settings(config_file=config)
+
+
+def test_stack_names_do_not_repeat_the_stage(tmp_path: Path) -> None:
+    config = write(
+        tmp_path / "deploy.toml",
+        '[stages.staging]\nendpoint_name = "deploy-triton-staging"\n'
+        '[stages.prod-eu]\nendpoint_name = "triton-prod-eu-1"\n'
+        '[stages.dev]\nendpoint_name = "deploy-triton"\n'
+        '[stages.pro]\nendpoint_name = "deploy-triton-prod"\n',
+    )
+    names = {
+        stage: load_settings(stage=stage, config_file=config).stack_name("endpoint")
+        for stage in ("staging", "prod-eu", "dev", "pro")
+    }
+    assert names == {
+        "staging": "deploy-triton-staging-endpoint",
+        "prod-eu": "triton-prod-eu-1-endpoint",
+        "dev": "deploy-triton-dev-endpoint",
+        "pro": "deploy-triton-prod-pro-endpoint",  # "pro" is not a part of the name
+    }

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from deploy.config import load_settings
-from deploy.errors import ConfigError, NeuronError
+from deploy.errors import ConfigError
 from deploy.lifecycle import single_model
 from deploy.lifecycle.cdk_cli import (
     ContainerEngineError,
@@ -135,7 +135,8 @@ def test_validate_accepts_inf1_sizes_and_still_refuses_other_neuron_families(
     tmp_path: Path,
 ) -> None:
     validate(load_settings(instance_type="ml.inf1.xlarge"), tmp_path, models=False)
-    with pytest.raises(NeuronError, match="unknown Inferentia instance type"):
+    # Not a size SageMaker offers: its own list says so first.
+    with pytest.raises(ConfigError, match="not a SageMaker hosting instance type"):
         validate(load_settings(instance_type="ml.inf1.48xlarge"), tmp_path, models=False)
     with pytest.raises(ConfigError, match="cannot host a multi-model endpoint"):
         validate(load_settings(instance_type="ml.inf2.xlarge"), tmp_path, models=False)
