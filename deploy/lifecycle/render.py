@@ -82,8 +82,8 @@ def render_plan(plan: Plan, out: Console) -> None:
                 infra.add_row(f"stack {resource['stack']}", "", resource.get("action", ""))
         elif plan.infra_action != "none":
             # The local endpoint: one background process on this machine.
-            label = f"{resource.get('type', 'resource')} {resource.get('name', '')}"
-            infra.add_row(label.strip(), "", plan.infra_action)
+            kind = f"{resource.get('type', 'resource')} {resource.get('name', '')}"
+            infra.add_row(kind.strip(), "", plan.infra_action)
     if infra.row_count:
         out.print(infra)
     else:
