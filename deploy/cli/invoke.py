@@ -10,17 +10,21 @@ BYTES, true/false BOOL). Outputs: `.npz` or `.json` (same v2 form); without
 from __future__ import annotations
 
 import json
+import re
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from deploy.cli.flags import AWS_FLAGS, ProfileOption, RegionOption, StageOption, reject
 from deploy.errors import DeployError
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from deploy.aws.region import Region
     from deploy.client import InferResult, ModelInfo
 
 LOCAL_ENDPOINT = "local"
@@ -35,6 +39,7 @@ def register(app: typer.Typer) -> None:
 
 
 def invoke(
+    ctx: typer.Context,
     model: Annotated[str, typer.Argument(help="Logical model name (or a TargetModel *.tar.gz).")],
     input_file: Annotated[
         Path, typer.Option("--input", "-i", help="Inputs: .npz or .json (v2 or NAME: list).")
@@ -74,25 +79,35 @@ def invoke(
     class_count: Annotated[
         int | None, typer.Option("--class-count", min=1, help="Top-k classes per output.")
     ] = None,
-    region: Annotated[str | None, typer.Option("--region", help="AWS region.")] = None,
+    region: RegionOption = None,
+    profile: ProfileOption = None,
+    stage: StageOption = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per call.")] = 60.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Call MODEL with the arrays in --input; write or print its outputs."""
     from deploy.cli.output import emit_json
 
-    name, url, manifest_location = _target(endpoint, local, endpoint_url, manifest)
+    aws: AwsCall | None = None
+    if local:
+        reject(ctx, AWS_FLAGS, because="to --local: the local endpoint runs on this machine")
+        name, url, manifest_location = _local_target(endpoint, endpoint_url, manifest)
+    else:
+        aws = _aws_call(endpoint, stage=stage, region=region, profile=profile)
+        name, url, manifest_location = aws.endpoint, endpoint_url, manifest
     result = run_invoke(
         model,
         input_file,
         endpoint=name,
         endpoint_url=url,
         manifest=manifest_location,
-        region=region,
+        region=aws.region.name if aws else None,
         timeout=timeout,
         target_model=target_model,
         outputs=outputs or None,
         class_count=class_count,
+        session=aws.session() if aws else None,
+        where=f"endpoint {name} ({aws.region.describe()})" if aws else None,
     )
     if output_file is not None:
         write_outputs(result, output_file)
@@ -103,14 +118,43 @@ def invoke(
         _render(document, output_file)
 
 
-def _target(
-    endpoint: str | None, local: bool, endpoint_url: str | None, manifest: str | None
-) -> tuple[str, str | None, str | None]:
-    """Endpoint name, runtime URL and manifest location for the call."""
+@dataclass(frozen=True)
+class AwsCall:
+    """Where a call to SageMaker goes: the endpoint, region (and its source), profile."""
+
+    endpoint: str
+    region: Region
+    profile: str | None
+
+    def session(self) -> Any:
+        import boto3
+
+        from deploy.aws.region import describe_profile
+        from deploy.aws.session import aws_call
+
+        with aws_call("opening an AWS session", where=describe_profile(self.profile)):
+            return boto3.Session(profile_name=self.profile, region_name=self.region.name)
+
+
+def _aws_call(
+    endpoint: str | None, *, stage: str | None, region: str | None, profile: str | None
+) -> AwsCall:
+    """The endpoint (flag, else the stage's settings) and the region, resolved as every
+    AWS command resolves it (`deploy.aws.region`)."""
+    from deploy.aws.region import resolve_profile, resolve_region
     from deploy.config import load_settings
 
-    if not local:
-        return endpoint or load_settings().endpoint_name, endpoint_url, manifest
+    chosen_profile = resolve_profile(profile)
+    chosen = resolve_region(region, profile=chosen_profile, stage=stage)
+    name = endpoint or load_settings(stage=stage).endpoint_name
+    return AwsCall(name, chosen, chosen_profile)
+
+
+def _local_target(
+    endpoint: str | None, endpoint_url: str | None, manifest: str | None
+) -> tuple[str, str | None, str | None]:
+    """Endpoint name, runtime URL and manifest location for a call to the local endpoint."""
+    from deploy.config import load_settings
     from deploy.local.state import LOCAL_HOST, read_state
 
     name = endpoint or LOCAL_ENDPOINT
@@ -134,20 +178,65 @@ def run_invoke(
     target_model: str | None = None,
     outputs: list[str] | None = None,
     class_count: int | None = None,
+    session: Any | None = None,
+    where: str | None = None,
 ) -> InferResult:
-    """Read the inputs, make the call, map SDK errors to the CLI's error tree."""
+    """Read the inputs, make the call, map SDK errors to the CLI's error tree.
+
+    The SDK's messages name its keyword arguments (`manifest=`); here they name
+    the flags that set them (`--manifest`). `where` (the endpoint and region)
+    replaces the SDK's own when the SDK names only the endpoint.
+    """
     from deploy.client import ClientError, Endpoint
 
     try:
         with Endpoint(
-            endpoint, region=region, endpoint_url=endpoint_url, manifest=manifest, timeout=timeout
+            endpoint,
+            region=region,
+            endpoint_url=endpoint_url,
+            manifest=manifest,
+            timeout=timeout,
+            session=session,
         ) as client:
             inputs = read_inputs(input_file, client.model_info(model))
             return client.infer(
                 model, inputs, outputs, target_model=target_model, class_count=class_count
             )
     except ClientError as exc:
-        raise InvokeError(exc.message, where=exc.where, fix=exc.fix) from exc
+        place = exc.where
+        if where is not None and (place is None or place.startswith("endpoint")):
+            place = where
+        raise InvokeError(
+            as_flags(exc.message),
+            where=as_flags(place) if place else None,
+            fix=as_flags(exc.fix) if exc.fix else None,
+        ) from exc
+
+
+# The SDK keyword each `deploy invoke` flag sets, as the SDK's messages spell them.
+_SDK_KEYWORDS = {
+    "manifest=": "--manifest",
+    "target_model=": "--target-model",
+    "region=": "--region",
+    "session=": "--profile",
+    "timeout=": "--timeout",
+    "outputs=": "--output-name",
+    "class_count=": "--class-count",
+    "endpoint_url=": "--endpoint-url",
+}
+_KEYWORD_NAMES = "|".join(re.escape(keyword) for keyword in _SDK_KEYWORDS)
+# A keyword, then its value if one follows: `<path ...>`, `[...]` or a word (`60.0s`).
+_SDK_KEYWORD = re.compile(r"(?<![\w.-])(" + _KEYWORD_NAMES + r")(<[^>]*>|\[[^]]*\]|[^\s,;)]+)?")
+
+
+def as_flags(text: str) -> str:
+    """An SDK message in the CLI's words: `pass manifest=<path>` -> `pass --manifest <path>`."""
+
+    def flag(match: re.Match[str]) -> str:
+        value = match.group(2)
+        return _SDK_KEYWORDS[match.group(1)] + (f" {value}" if value else "")
+
+    return _SDK_KEYWORD.sub(flag, text)
 
 
 def read_inputs(path: Path, info: ModelInfo | None) -> dict[str, Any]:

@@ -62,10 +62,10 @@ def validate(
         )
 
 
-def _render_report(report: Report) -> None:
+def _render_report(report: Report, *, stderr: bool = False) -> None:
     from rich.markup import escape
 
-    out = console()
+    out = console(stderr=stderr)
     for view in report.configs:
         out.print(f"[bold]{escape(view.model)}[/] ({escape(view.source)}):", markup=True)
         for line in view.text.splitlines():
@@ -86,10 +86,19 @@ def package(
     repo: RepoArgument,
     out: Annotated[Path, typer.Option("--out", "-o", help="Where archives and manifest go.")],
     as_json: JsonOption = False,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--validate/--no-validate",
+            help="Validate first (as `deploy validate`); errors stop before anything is written.",
+        ),
+    ] = True,
 ) -> None:
-    """Write one archive per model plus manifest.json (incremental and deterministic)."""
+    """Validate, then write one archive per model plus manifest.json (incremental)."""
     from deploy.packaging import package_repository
 
+    if check:
+        _validate_before_packaging(repo)
     result = package_repository(repo, out, progress=interactive() and not as_json)
     if as_json:
         emit_json(result.as_dict())
@@ -105,3 +114,19 @@ def package(
     out_console = console()
     out_console.print(table)
     out_console.print(f"manifest: {result.manifest_path}")
+
+
+def _validate_before_packaging(repo: Path) -> None:
+    """What `deploy validate REPO` reports, on stderr; errors stop packaging (exit 1)."""
+    from deploy.validation import validate_repository
+
+    report = validate_repository(repo)
+    if report.diagnostics:
+        _render_report(report, stderr=True)
+    if report.errors:
+        raise ValidationFailedError(
+            f"{len(report.errors)} error(s): nothing was packaged",
+            where=str(repo),
+            fix="fix the errors listed above (`deploy validate` checks again), or pass "
+            "--no-validate to package anyway",
+        )

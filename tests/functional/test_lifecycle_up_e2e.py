@@ -211,9 +211,10 @@ def test_up_change_rollout_smoke_failure_resume_status_prune_down(
     keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="models/")["Contents"]}
     assert keys == {f"models/{t}" for t in published().values()} | {"models/manifest.json"}
 
-    # WHEN --purge is not confirmed, THEN nothing is deleted
-    refused = cli("down", "--stage", STAGE, "--purge", ok=False, answer="n\n")
-    assert refused.exit_code == 1 and f"s3://{BUCKET}/models/" in refused.output
+    # WHEN --purge is not confirmed (no terminal to ask on, no --yes), THEN nothing is deleted
+    refused = cli("down", "--stage", STAGE, "--purge", ok=False, answer="y\n")
+    assert refused.exit_code == 2 and f"s3://{BUCKET}/models/" in refused.output
+    assert "--yes" in refused.output
     assert json.loads(cli("status", "--stage", STAGE, "--json").stdout)["endpoint"] is not None
 
     # WHEN down runs, THEN the endpoint stack goes and the model store stays
