@@ -2,34 +2,74 @@
 
 Context keys other than `stage` override settings: top-level ones by name
 (`region`, `instance_type`, `endpoint_name`) and infrastructure ones as
-`infra.<field>` or bare `<field>` (e.g. `-c max_instance_count=4`).
+`infra.<field>` or bare `<field>` (e.g. `-c max_instance_count=4`). Any other
+key that is not the CDK's own (feature flags, lookups) is an error: a typo
+such as `-c max_instance_cout=4` must not synthesize the defaults silently.
 """
 
 from __future__ import annotations
 
+import difflib
 import sys
 from typing import Any
 
 from deploy.config import DeploySettings, InfraSettings, load_settings
 from deploy.errors import DeployError
+from infra.errors import InfraConfigError
 
 _TOP_LEVEL = frozenset(DeploySettings.model_fields) - {"infra", "stage"}
 _INFRA = frozenset(InfraSettings.model_fields)
+# Context the app reads besides settings, and plain keys the CDK CLI itself keeps.
+_OTHER_KEYS = frozenset({"stage", "acknowledged-issue-numbers"})
+
+
+def _cdk_owned(key: str) -> bool:
+    """Feature flags (`@aws-cdk/...`), CLI switches (`aws:cdk:...`) and context-provider
+    lookups (`availability-zones:account=...`): the CDK's keys, not ours."""
+    return key.startswith("@") or ":" in key
 
 
 def overrides_from_context(context: dict[str, Any]) -> dict[str, Any]:
-    """Split `-c key=value` context into explicit settings overrides."""
+    """Split `-c key=value` context into explicit settings overrides.
+
+    A key that is neither a setting nor the CDK's own is a typo: an error naming
+    the closest setting and listing the valid keys, never silently ignored.
+    """
     overrides: dict[str, Any] = {}
     infra: dict[str, Any] = {}
+    unknown: list[str] = []
     for key, value in context.items():
         name = key.removeprefix("infra.")
         if key in _TOP_LEVEL:
             overrides[key] = value
         elif name in _INFRA:
             infra[name] = value
+        elif key not in _OTHER_KEYS and not _cdk_owned(key):
+            unknown.append(key)
+    if unknown:
+        raise InfraConfigError(_unknown_keys(unknown), where="-c (CDK context)", fix=_VALID)
     if infra:
         overrides["infra"] = infra
     return overrides
+
+
+def _unknown_keys(keys: list[str]) -> str:
+    parts = []
+    for key in sorted(keys):
+        close = difflib.get_close_matches(
+            key.removeprefix("infra."), [*_TOP_LEVEL, *_INFRA, *_OTHER_KEYS], n=1
+        )
+        parts.append(f"{key!r}" + (f" (did you mean {close[0]}?)" if close else ""))
+    return f"unknown context key {', '.join(parts)}"
+
+
+_VALID = (
+    "use -c stage=NAME, a setting ("
+    + ", ".join(sorted(_TOP_LEVEL))
+    + ") or an infrastructure setting, bare or as infra.<name> ("
+    + ", ".join(sorted(_INFRA))
+    + ")"
+)
 
 
 def main() -> int:
@@ -38,11 +78,8 @@ def main() -> int:
     from infra.synth import build_app
 
     app = cdk.App()
-    context_keys = list(_TOP_LEVEL) + [f"infra.{n}" for n in _INFRA] + list(_INFRA)
-    context = {
-        key: value for key in context_keys if (value := app.node.try_get_context(key)) is not None
-    }
-    stage = app.node.try_get_context("stage")
+    context = dict(app.node.get_all_context())
+    stage = context.pop("stage", None)
     try:
         settings = load_settings(stage=stage, **overrides_from_context(context))
         build_app(settings, app=app)

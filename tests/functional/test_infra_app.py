@@ -107,6 +107,35 @@ def test_app_reports_a_refused_stage_without_a_traceback(tmp_path: Path) -> None
 
 
 @pytest.mark.slow
+def test_a_context_typo_is_an_error_naming_the_setting_it_resembles(tmp_path: Path) -> None:
+    (tmp_path / "deploy.toml").write_text("[stages.prod]\n")
+    context = {
+        "stage": "prod",
+        "max_instance_cout": "4",
+        "@aws-cdk/core:enablePartitionLiterals": True,  # the CDK's own keys pass
+        "aws:cdk:enable-path-metadata": True,
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "infra.app"],
+        cwd=ROOT,
+        env=_app_env(tmp_path, context),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "unknown context key 'max_instance_cout' (did you mean max_instance_count?)" in (
+        result.stderr
+    )
+    assert "infra.<name>" in result.stderr and "min_instance_count" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").glob("*.template.json"))
+    with pytest.raises(InfraConfigError, match=r"infra\.max_instance_cout"):
+        overrides_from_context({"infra.max_instance_cout": 4})
+
+
+@pytest.mark.slow
 def test_npx_cdk_synth_selects_the_stage_quietly_and_offline(tmp_path: Path) -> None:
     cdk = str(ROOT / "node_modules" / ".bin" / "cdk")
     if not Path(cdk).exists() or shutil.which("node") is None:
