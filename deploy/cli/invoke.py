@@ -83,6 +83,14 @@ def invoke(
     profile: ProfileOption = None,
     stage: StageOption = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per call.")] = 60.0,
+    attempts: Annotated[
+        int,
+        typer.Option(
+            "--attempts",
+            min=1,
+            help="Tries for throttling, cold loads and dropped connections (backoff between).",
+        ),
+    ] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Call MODEL with the arrays in --input; write or print its outputs."""
@@ -106,8 +114,9 @@ def invoke(
         target_model=target_model,
         outputs=outputs or None,
         class_count=class_count,
+        attempts=attempts,
         session=aws.session() if aws else None,
-        where=f"endpoint {name} ({aws.region.describe()})" if aws else None,
+        where=f"endpoint {name} in {aws.region.describe()}" if aws else None,
     )
     if output_file is not None:
         write_outputs(result, output_file)
@@ -178,6 +187,7 @@ def run_invoke(
     target_model: str | None = None,
     outputs: list[str] | None = None,
     class_count: int | None = None,
+    attempts: int = 5,
     session: Any | None = None,
     where: str | None = None,
 ) -> InferResult:
@@ -196,6 +206,7 @@ def run_invoke(
             endpoint_url=endpoint_url,
             manifest=manifest,
             timeout=timeout,
+            retries=attempts,
             session=session,
         ) as client:
             inputs = read_inputs(input_file, client.model_info(model))
@@ -229,6 +240,9 @@ _KEYWORD_NAMES = "|".join(re.escape(keyword) for keyword in _SDK_KEYWORDS)
 _SDK_KEYWORD = re.compile(r"(?<![\w.-])(" + _KEYWORD_NAMES + r")(<[^>]*>|\[[^]]*\]|[^\s,;)]+)?")
 
 
+_SDK_PHRASES = {"retries=RetryPolicy(max_attempts=...)": "--attempts N"}
+
+
 def as_flags(text: str) -> str:
     """An SDK message in the CLI's words: `pass manifest=<path>` -> `pass --manifest <path>`."""
 
@@ -236,6 +250,8 @@ def as_flags(text: str) -> str:
         value = match.group(2)
         return _SDK_KEYWORDS[match.group(1)] + (f" {value}" if value else "")
 
+    for phrase, replacement in _SDK_PHRASES.items():
+        text = text.replace(phrase, replacement)
     return _SDK_KEYWORD.sub(flag, text)
 
 
