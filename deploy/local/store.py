@@ -116,52 +116,66 @@ class S3Store:
         if client is None:
             import boto3
 
-            client = boto3.client("s3")
+            with _s3_call("opening an S3 client", self.location):
+                client = boto3.client("s3")
         self._client = client
 
     def _key(self, name: str) -> str:
         return f"{self.prefix}/{name}" if self.prefix else name
 
     def manifest(self) -> dict[str, Any] | None:
-        from botocore.exceptions import ClientError
+        from deploy.aws.session import AwsCallError
 
         key = self._key(MANIFEST)
         try:
-            body = self._client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in {"NoSuchKey", "404"}:
+            with _s3_call("s3:GetObject", f"s3://{self.bucket}/{key}"):
+                body = self._client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except AwsCallError as exc:
+            if exc.code in {"NoSuchKey", "404"}:
                 return None
             raise LocalEndpointError(
-                f"cannot read the manifest: {exc}",
+                f"cannot read the manifest: {exc.message}",
                 where=f"s3://{self.bucket}/{key}",
-                fix="check the bucket, the credentials and AWS_ENDPOINT_URL",
+                fix=exc.fix or "check the bucket, the credentials and AWS_ENDPOINT_URL",
             ) from exc
         return _parse_manifest(body.decode("utf-8"), f"s3://{self.bucket}/{key}")
 
     def fetch(self, target_model: str, cache: Path) -> Path:
-        from botocore.exceptions import ClientError
+        from deploy.aws.session import AwsCallError
 
         key = self._key(check_target_model(target_model))
         cache.mkdir(parents=True, exist_ok=True)
         handle, partial = tempfile.mkstemp(dir=cache, suffix=".partial")
         os.close(handle)
         try:
-            with Path(partial).open("wb") as out:
+            with (
+                Path(partial).open("wb") as out,
+                _s3_call("s3:GetObject", f"s3://{self.bucket}/{key}"),
+            ):
                 body = self._client.get_object(Bucket=self.bucket, Key=key)["Body"]
                 shutil.copyfileobj(body, out, 1 << 20)
-        except ClientError as exc:
+        except AwsCallError as exc:
             Path(partial).unlink(missing_ok=True)
-            code = exc.response.get("Error", {}).get("Code")
-            error = ModelNotInStoreError if code in {"NoSuchKey", "404"} else LocalEndpointError
+            missing = exc.code in {"NoSuchKey", "404"}
+            error = ModelNotInStoreError if missing else LocalEndpointError
             raise error(
-                f"cannot download s3://{self.bucket}/{key}: {exc}",
+                f"cannot download s3://{self.bucket}/{key}: {exc.message}",
                 where=f"TargetModel {target_model}",
-                fix="send a target_model listed in the store's manifest.json",
+                fix="send a target_model listed in the store's manifest.json"
+                if missing
+                else exc.fix,
             ) from exc
         except BaseException:
             Path(partial).unlink(missing_ok=True)
             raise
         return Path(partial)
+
+
+def _s3_call(action: str, where: str) -> Any:
+    """botocore's failures as the AWS boundary maps them (`AwsCallError`)."""
+    from deploy.aws.session import aws_call
+
+    return aws_call(action, where=where)
 
 
 def open_store(location: str | Path) -> DirectoryStore | S3Store:
