@@ -103,14 +103,21 @@ def package(
     if as_json:
         emit_json(result.as_dict())
         return
+    from rich import box
     from rich.table import Table
 
-    table = Table("model", "kind", "bytes", "status")
+    from deploy.lifecycle.render import size
+
+    # Fits 80 columns with whole target models (what clients send); --json has the kind.
+    table = Table(box=box.SIMPLE_HEAD)
+    table.add_column("model", overflow="fold")
+    table.add_column("size", justify="right", no_wrap=True)
+    table.add_column("status", no_wrap=True)
     table.add_column("target model", overflow="fold")
     for packaged in result.models:
         entry = packaged.entry
         status = "unchanged" if packaged.reused else "written"
-        table.add_row(entry.name, entry.kind, f"{entry.bytes:,}", status, entry.target_model)
+        table.add_row(entry.name, size(entry.bytes), status, entry.target_model)
     out_console = console()
     out_console.print(table)
     out_console.print(f"manifest: {result.manifest_path}")

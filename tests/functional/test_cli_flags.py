@@ -152,6 +152,15 @@ def test_package_validates_first_and_writes_nothing_on_errors(user: Path) -> Non
     assert (user / "out" / "manifest.json").is_file()
 
 
+def test_package_table_fits_80_columns_with_whole_target_models(user: Path) -> None:
+    result = deploy("package", EXAMPLES, "--out", "build")
+    assert result.exit_code == 0, result.output
+    assert all(len(line) <= 80 for line in result.stdout.splitlines()), result.stdout
+    manifest = json.loads((user / "build" / "manifest.json").read_text())
+    for model in manifest["models"].values():
+        assert model["target_model"] in result.stdout  # one piece: people copy it
+
+
 @pytest.mark.parametrize("typo", ["ml.g5.xlarg", "g5.xlarge", "foo"])
 def test_instance_typos_fail_validate_and_the_dry_run(user: Path, typo: str) -> None:
     suggestion = "" if typo == "foo" else "did you mean ml.g5.xlarge?"
