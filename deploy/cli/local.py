@@ -15,6 +15,7 @@ def register(app: typer.Typer) -> None:
 
 
 def serve(
+    ctx: typer.Context,
     store: str = typer.Argument(
         ..., help="Model store (`deploy package` output or s3://bucket/prefix) or a repository."
     ),
@@ -64,12 +65,34 @@ def serve(
 
     from rich.logging import RichHandler
 
+    from deploy.cli.flags import reject
     from deploy.config import load_settings
     from deploy.extras import require
 
     require("local")
     from deploy.local.endpoint import EndpointOptions
-    from deploy.local.serve import serve_forever
+    from deploy.local.serve import is_store, serve_forever
+
+    if mode not in ("multi-model", "single-model"):
+        raise typer.BadParameter("use multi-model or single-model", param_hint="--mode")
+    if mode == "single-model":
+        reject(
+            ctx,
+            {
+                "max_loaded_models": "--max-loaded-models",
+                "max_loaded_mb": "--max-loaded-mb",
+                "auto_complete_config": "--auto-complete-config",
+                "package_dir": "--package-dir",
+            },
+            because="to --mode single-model: every model is loaded at start, none evicted",
+        )
+    elif package_dir is not None and is_store(store):
+        reject(
+            ctx,
+            {"package_dir": "--package-dir"},
+            because=f"to a model store ({store} is already packaged); it applies when STORE "
+            "is a repository",
+        )
 
     logging.basicConfig(
         level=logging.INFO,
@@ -91,6 +114,4 @@ def serve(
 
         serve_single_model_forever(Path(store), options, state_dir=state_dir)
         return
-    if mode != "multi-model":
-        raise typer.BadParameter("use multi-model or single-model", param_hint="--mode")
     serve_forever(store, options, package_dir=package_dir, state_dir=state_dir)

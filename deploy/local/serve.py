@@ -39,12 +39,18 @@ log = logging.getLogger(__name__)
 E = TypeVar("E", bound=LocalEndpoint)
 
 
-def _needs_packaging(location: str) -> bool:
+def is_store(location: str) -> bool:
+    """An s3:// store or a folder `deploy package` wrote (not a repository to package)."""
     if location.startswith("s3://"):
+        return True
+    path = Path(location)
+    return (path / MANIFEST).is_file() or any(path.glob("*.tar.gz"))
+
+
+def _needs_packaging(location: str) -> bool:
+    if is_store(location):
         return False
     path = Path(location)
-    if (path / MANIFEST).is_file() or any(path.glob("*.tar.gz")):
-        return False
     if not any(path.glob("*/config.pbtxt")):
         raise LocalEndpointError(
             "neither a model store (manifest.json, *.tar.gz) nor a model repository "

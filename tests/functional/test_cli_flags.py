@@ -69,6 +69,9 @@ def tables_fit(text: str, width: int = 80) -> None:
         (["invoke", "addsub", "--input", "in.json", "--local", "--profile", "x"], "--profile"),
         (["up", "--port", "8080", "--dry-run"], "--port"),
         (["up", "--smoke-endpoint-name", "data-plane", "--dry-run"], "--smoke-endpoint-name"),
+        (["serve", "s3://bucket/models/", "--package-dir", "build"], "--package-dir"),
+        (["serve", str(EXAMPLES), "--mode", "single-model", "--max-loaded-mb", "9"], "--max-"),
+        (["serve", str(EXAMPLES), "--mode", "single-node"], "--mode"),
     ],
 )
 def test_a_flag_that_does_not_apply_is_a_usage_error(
