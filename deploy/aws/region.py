@@ -60,8 +60,9 @@ def profile_region(profile: str | None) -> str | None:
         known = ", ".join(sorted(Session().available_profiles)) or "none"
         raise AwsError(
             f"the AWS profile {profile!r} is not in the AWS config files (known: {known})",
-            where="--profile" if profile else PROFILE_ENV,
-            fix=f"run `aws configure --profile {profile}`, or pick a known profile",
+            where=describe_profile(profile),
+            fix=f"run `aws configure --profile {profile}`, or name a known profile with "
+            f"--profile or {PROFILE_ENV}",
         ) from exc
     except BotoCoreError as exc:
         raise AwsError(

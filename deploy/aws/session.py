@@ -115,9 +115,20 @@ class AwsSession:
                     max_pool_connections=32,
                 )
                 session: Any = self._boto3()
-                # A malformed region or endpoint URL fails here, not at the first call.
-                with aws_call(f"creating the {service} client", where=self._where()):
-                    self._clients[service] = session.client(service, config=config)
+                # A malformed region or endpoint URL fails here, not at the first call;
+                # botocore says so with a bare ValueError (`Invalid endpoint: ...`).
+                action = f"creating the {service} client"
+                try:
+                    with aws_call(action, where=self._where()):
+                        self._clients[service] = session.client(service, config=config)
+                except ValueError as exc:
+                    raise AwsCallError(
+                        f"{action} failed: {exc}",
+                        code="InvalidConfiguration",
+                        where=self._where(),
+                        fix="check AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_"
+                        f"{service.upper().replace('-', '_')} and the region",
+                    ) from exc
             return self._clients[service]
 
     def _where(self) -> str:

@@ -67,7 +67,7 @@ def up(
     timeout: float | None = typer.Option(
         None,
         "--timeout",
-        min=1,
+        min=0.1,
         help="Seconds to wait for the endpoint: AWS, the rollout (default 3600); "
         "--local, its start (default 60).",
     ),

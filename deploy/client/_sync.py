@@ -242,6 +242,7 @@ class Endpoint:
     def _make_runtime(self) -> Any:
         from botocore import UNSIGNED
         from botocore.config import Config
+        from botocore.exceptions import BotoCoreError
 
         session = self._boto_session()
         options: dict[str, Any] = {
@@ -252,12 +253,19 @@ class Endpoint:
         }
         if self.endpoint_url is not None and session.get_credentials() is None:
             options["signature_version"] = UNSIGNED
-        return session.client(
-            "sagemaker-runtime",
-            region_name=self._region(),
-            endpoint_url=self.endpoint_url,
-            config=Config(**options),
-        )
+        try:
+            return session.client(
+                "sagemaker-runtime",
+                region_name=self._region(),
+                endpoint_url=self.endpoint_url,
+                config=Config(**options),
+            )
+        except (ValueError, BotoCoreError) as exc:  # botocore: `Invalid endpoint: ...`
+            raise EndpointError(
+                f"cannot create the SageMaker runtime client: {exc}",
+                where=f"endpoint {self.name!r}",
+                fix="check endpoint_url= (a URL such as http://127.0.0.1:8080) and region=",
+            ) from exc
 
     def _aws_client(self, service: str) -> Any:
         """Control-plane clients (sagemaker, s3) for manifest discovery."""

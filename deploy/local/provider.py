@@ -266,7 +266,7 @@ class LocalProvider:
                     return
             time.sleep(0.1)
         raise LocalEndpointError(
-            f"the local endpoint did not answer /ping within {timeout_s:.0f}s",
+            f"the local endpoint did not answer /ping within {timeout_s:g} s (--timeout)",
             where=state.log,
             fix="read the log named here",
         )

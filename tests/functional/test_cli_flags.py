@@ -274,3 +274,26 @@ def test_invoke_names_its_flags_not_the_sdks_keywords(user: Path) -> None:
     assert result.exit_code == 1
     assert "model 'nosuch' is not in the manifest" in result.output
     assert "--target-model" in result.output and "target_model=" not in result.output
+
+
+def test_botocore_failures_reach_people_as_errors_not_tracebacks(
+    user: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    (user / "in.json").write_text(
+        '{"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1, 4], "data": [1,2,3,4]}]}'
+    )
+    # botocore refuses a malformed endpoint URL with a bare ValueError
+    called = deploy(
+        "invoke", "addsub", "--target-model", "addsub-0.tar.gz", "--input", "in.json",
+        "--endpoint-url", "not-a-url",
+    )  # fmt: skip
+    assert called.exit_code == 1
+    assert "Invalid endpoint: not-a-url" in called.output and "--endpoint-url" in called.output
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "not-a-url")
+    for args in (["status"], ["prune"], ["up", "--dry-run", "--repository", str(EXAMPLES)]):
+        result = deploy(*args)
+        assert result.exit_code == 1, result.output
+        assert "Invalid endpoint: not-a-url" in result.output
+        assert "AWS_ENDPOINT_URL" in result.output

@@ -80,3 +80,18 @@ def test_local_dry_run_shows_models_it_would_drop_and_changes_nothing(
         down = deploy("down", "--local", "--json")
     assert down.exit_code == 0, down.output
     assert json.loads(down.stdout) == {"endpoint_name": "local", "stopped": True}
+
+
+def test_local_timeout_bounds_the_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    only = copy_models(tmp_path / "only", "addsub")
+    # WHEN the endpoint may take 0.1 s to start (it needs more)
+    result = deploy(
+        "up", "--local", "--repository", only, "--package-dir", "build", "--timeout", "0.1"
+    )
+    # THEN up stops, naming the limit, and leaves nothing running
+    assert result.exit_code == 1, result.output
+    assert "within 0.1 s (--timeout)" in result.output or "exited while starting" in result.output
+    assert not (tmp_path / ".deploy" / "local" / "local.json").exists()
+    status = json.loads(deploy("status", "--local", "--json").stdout)
+    assert status["status"] == "NotRunning"
