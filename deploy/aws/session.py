@@ -92,8 +92,10 @@ def aws_call(action: str, *, where: str | None = None, fix: str | None = None) -
 class AwsSession:
     """One region and credential source; hands out cached, thread-safe clients.
 
-    `profile` None is boto3's default chain (which reads `AWS_PROFILE` itself);
-    `region_source` says where the region came from (`deploy.aws.region`).
+    `profile` is `--profile`; None leaves the choice to boto3, which reads
+    `AWS_PROFILE` itself and, as it always does, then prefers credentials in the
+    environment (an explicit profile would skip them). `region_source` says
+    where the region came from (`deploy.aws.region`).
     """
 
     region: str
@@ -132,9 +134,9 @@ class AwsSession:
             return self._clients[service]
 
     def _where(self) -> str:
-        from deploy.aws.region import describe_profile
+        from deploy.aws.region import describe_profile, resolve_profile
 
-        return f"{describe_profile(self.profile)}, region {self.region}"
+        return f"{describe_profile(resolve_profile(self.profile))}, region {self.region}"
 
     def _boto3(self) -> boto3.Session:
         if self._session is None:

@@ -64,7 +64,7 @@ def aws_target(
     from deploy.aws.session import AwsSession
     from deploy.config import load_settings
 
-    chosen_profile = resolve_profile(profile)
-    chosen = resolve_region(region, profile=chosen_profile, stage=stage)
+    chosen = resolve_region(region, profile=resolve_profile(profile), stage=stage)
     settings = load_settings(stage=stage, region=chosen.name, **overrides)
-    return settings, AwsSession(chosen.name, chosen_profile, region_source=chosen.source)
+    # Only --profile is handed to boto3: AWS_PROFILE it reads itself, the usual way.
+    return settings, AwsSession(chosen.name, profile, region_source=chosen.source)

@@ -133,15 +133,16 @@ class AwsCall:
 
     endpoint: str
     region: Region
-    profile: str | None
+    profile: str | None  # --profile (AWS_PROFILE is boto3's to read)
 
     def session(self) -> Any:
         import boto3
 
-        from deploy.aws.region import describe_profile
+        from deploy.aws.region import describe_profile, resolve_profile
         from deploy.aws.session import aws_call
 
-        with aws_call("opening an AWS session", where=describe_profile(self.profile)):
+        where = describe_profile(resolve_profile(self.profile))
+        with aws_call("opening an AWS session", where=where):
             return boto3.Session(profile_name=self.profile, region_name=self.region.name)
 
 
@@ -153,10 +154,9 @@ def _aws_call(
     from deploy.aws.region import resolve_profile, resolve_region
     from deploy.config import load_settings
 
-    chosen_profile = resolve_profile(profile)
-    chosen = resolve_region(region, profile=chosen_profile, stage=stage)
+    chosen = resolve_region(region, profile=resolve_profile(profile), stage=stage)
     name = endpoint or load_settings(stage=stage).endpoint_name
-    return AwsCall(name, chosen, chosen_profile)
+    return AwsCall(name, chosen, profile)
 
 
 def _local_target(
