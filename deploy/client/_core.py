@@ -149,8 +149,8 @@ class ManifestSource:
         import urllib.request
 
         url = endpoint_url.rstrip("/") + ENDPOINT_MANIFEST_PATH
-        request = urllib.request.Request(url, headers={"Accept": "application/json"})
-        try:
+        try:  # a malformed URL fails already here (ValueError)
+            request = urllib.request.Request(url, headers={"Accept": "application/json"})
             with urllib.request.urlopen(request, timeout=_ENDPOINT_MANIFEST_TIMEOUT) as response:
                 raw = response.read()
         except (urllib.error.URLError, OSError, ValueError) as exc:
