@@ -86,9 +86,8 @@ def test_a_flag_that_does_not_apply_is_a_usage_error(
 
 def test_up_local_dry_run_plans_against_the_local_store_and_changes_nothing(user: Path) -> None:
     # WHEN a dry run of the local endpoint (JSON)
-    result = deploy(
-        "up", "--local", "--dry-run", "--repository", EXAMPLES, "--package-dir", "build", "--json"
-    )
+    args = ["up", "--local", "--dry-run", "--port", "0", "--repository", EXAMPLES]
+    result = deploy(*args, "--package-dir", "build", "--json")
     # THEN the plan lists every model as new, says dry_run, and nothing ran or was published
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
@@ -101,7 +100,7 @@ def test_up_local_dry_run_plans_against_the_local_store_and_changes_nothing(user
     assert plan["infra_action"] == "create"
     assert not (user / ".deploy").exists()  # no store, no state file, no process
     # AND the text plan is the same kind AWS prints, inside 80 columns, with stage lines
-    text = deploy("up", "--local", "--dry-run", "--repository", EXAMPLES, "--package-dir", "build")
+    text = deploy(*args, "--package-dir", "build")
     assert text.exit_code == 0, text.output
     assert "deploy up stage dev (local), endpoint local" in text.stdout
     assert "models (↑ = to upload)" in text.stdout and "dry run: nothing was changed" in text.stdout
@@ -115,7 +114,7 @@ def test_up_shows_a_packaging_bar_on_a_terminal(user: Path) -> None:
     # GIVEN stderr is a terminal (stdout a pipe, as in `deploy up | tee`)
     leader, follower = pty.openpty()
     env = dict(os.environ, TERM="xterm", PYTHONPATH=str(ROOT))
-    command = [sys.executable, "-m", "deploy", "up", "--local", "--dry-run"]
+    command = [sys.executable, "-m", "deploy", "up", "--local", "--dry-run", "--port", "0"]
     command += ["--repository", str(EXAMPLES), "--package-dir", "build"]
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=follower, stdin=subprocess.DEVNULL, env=env

@@ -38,7 +38,7 @@ def test_local_dry_run_shows_models_it_would_drop_and_changes_nothing(
     both = copy_models(tmp_path / "both", "addsub", "strings")
     only = copy_models(tmp_path / "only", "addsub")
     (tmp_path / "deploy.toml").write_text(
-        f'[stages.demo]\nrepository = "{both}"\npackage_dir = "build/demo"\n'
+        f'[stages.demo]\nrepository = "{both}"\npackage_dir = "build/demo"\nlocal_port = 0\n'
     )
     monkeypatch.setenv("DEPLOY_CONFIG", str(tmp_path / "deploy.toml"))
     store = tmp_path / ".deploy" / "local" / "local" / "store"
@@ -87,7 +87,16 @@ def test_local_timeout_bounds_the_start(tmp_path: Path, monkeypatch: pytest.Monk
     only = copy_models(tmp_path / "only", "addsub")
     # WHEN the endpoint may take 0.1 s to start (it needs more)
     result = deploy(
-        "up", "--local", "--repository", only, "--package-dir", "build", "--timeout", "0.1"
+        "up",
+        "--local",
+        "--repository",
+        only,
+        "--package-dir",
+        "build",
+        "--timeout",
+        "0.1",
+        "--port",
+        "0",
     )
     # THEN up stops, naming the limit, and leaves nothing running
     assert result.exit_code == 1, result.output
