@@ -79,7 +79,9 @@ def test_local_dry_run_shows_models_it_would_drop_and_changes_nothing(
     finally:
         down = deploy("down", "--local", "--json")
     assert down.exit_code == 0, down.output
-    assert json.loads(down.stdout) == {"endpoint_name": "local", "stopped": True}
+    stopped = json.loads(down.stdout)
+    assert (stopped["endpoint_name"], stopped["stopped"]) == ("local", True)
+    assert Path(stopped["triton_log"]).is_file()  # kept after the stop
 
 
 def test_local_timeout_bounds_the_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
