@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -55,6 +56,10 @@ def serve(
             "of the repository STORE loaded behind a generated router.",
         ),
     ] = "multi-model",
+    profile: Annotated[
+        str | None,
+        typer.Option("--profile", help="AWS profile for an s3:// STORE (default: AWS_PROFILE)."),
+    ] = None,
 ) -> None:
     """Serve a model store like a SageMaker multi-model endpoint, until Ctrl-C.
 
@@ -73,6 +78,11 @@ def serve(
     from deploy.local.endpoint import EndpointOptions
     from deploy.local.serve import is_store, serve_forever
 
+    if profile is not None:
+        if not store.startswith("s3://"):
+            reject(ctx, {"profile": "--profile"}, because="to a store on this machine")
+        # What boto3 reads for the store's S3 client, as `AWS_PROFILE=... deploy serve`.
+        os.environ["AWS_PROFILE"] = profile
     if mode not in ("multi-model", "single-model"):
         raise typer.BadParameter("use multi-model or single-model", param_hint="--mode")
     if mode == "single-model":

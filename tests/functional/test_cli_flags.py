@@ -72,6 +72,7 @@ def tables_fit(text: str, width: int = 80) -> None:
         (["serve", "s3://bucket/models/", "--package-dir", "build"], "--package-dir"),
         (["serve", str(EXAMPLES), "--mode", "single-model", "--max-loaded-mb", "9"], "--max-"),
         (["serve", str(EXAMPLES), "--mode", "single-node"], "--mode"),
+        (["serve", str(EXAMPLES), "--profile", "ops"], "--profile"),
     ],
 )
 def test_a_flag_that_does_not_apply_is_a_usage_error(
