@@ -74,7 +74,7 @@ def build_app(
     # The network's S3 endpoint policy names the model-store bucket: store first.
     network = NetworkStack(
         app,
-        stack_name(settings, "network"),
+        settings.stack_name("network"),
         vpc_id=settings.infra.vpc_id,
         model_bucket=store.store.bucket,
         env=env,

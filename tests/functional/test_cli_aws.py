@@ -92,8 +92,8 @@ def test_plan_names_stacks_once_per_stage_and_its_region(aws: Path, tmp_path: Pa
     document = json.loads(deploy(*args, "--dry-run", "--json").stdout)
     plan = document["plan"]
     assert [r["stack"] for r in plan["resources"]] == [
-        "deploy-triton-staging-network",
         "deploy-triton-staging-model-store",
+        "deploy-triton-staging-network",
         "deploy-triton-staging-endpoint",
         "deploy-triton-staging-api",
     ]
