@@ -870,7 +870,7 @@ def test_endpoint_egress_is_s3_prefix_list_and_interface_endpoints_only(gpu_stag
 def test_every_log_group_has_a_key_that_serves_only_it(
     gpu_stage: Stage, component: str, groups: list[str]
 ) -> None:
-    stack = f"triton-gpu-gpu-{component}"
+    stack = gpu_stage.settings.stack_name(component)
     document = gpu_stage.json(component)
     log_groups = [
         r["Properties"]
