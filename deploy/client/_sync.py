@@ -6,7 +6,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deploy.client._core import (
     DEFAULT_MAX_PAYLOAD,
@@ -17,6 +17,7 @@ from deploy.client._core import (
     prepare,
     route,
 )
+from deploy.client._deadline import deadline
 from deploy.client._errors import (
     EndpointError,
     InferenceTimeoutError,
@@ -26,6 +27,9 @@ from deploy.client._failures import ErrorAnswer, to_exception
 from deploy.client._manifest import ModelInfo
 from deploy.client._result import InferResult
 from deploy.client._retry import Attempts, RetryPolicy, TransientError
+
+if TYPE_CHECKING:
+    from deploy.client._transport import DeadlineTransport
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_REGION = "us-east-1"
@@ -69,6 +73,7 @@ class Endpoint:
         self.max_payload_bytes = max_payload_bytes
         self._session = session
         self._runtime = client
+        self._transport: DeadlineTransport | None = None
         self._clients: dict[str, Any] = {}
         location: ManifestLocation = manifest
         # A runtime URL of its own (the local endpoint) has no DescribeEndpoint behind it
@@ -124,6 +129,8 @@ class Endpoint:
         for client in [self._runtime, *self._clients.values()]:
             if client is not None and hasattr(client, "close"):
                 client.close()
+        if self._transport is not None:
+            self._transport.close()
 
     def __enter__(self) -> Endpoint:
         return self
@@ -158,16 +165,19 @@ class Endpoint:
         while True:
             attempts.start()
             try:
-                body, content_type = self._invoke(prepared)
+                body, content_type = self._invoke(prepared, attempts.remaining())
             except TransientError as failure:
                 time.sleep(attempts.delay_after(failure))
                 continue
             return finish(prepared, body, content_type)
 
-    def _invoke(self, prepared: Prepared) -> tuple[bytes, str | None]:
+    def _invoke(self, prepared: Prepared, left: float) -> tuple[bytes, str | None]:
+        """One attempt, all of it (connect, send, every read) within `timeout` and
+        within `left`, what the retry policy's total_timeout leaves."""
         from botocore.exceptions import (
             BotoCoreError,
             ConnectionClosedError,
+            ConnectTimeoutError,
             HTTPClientError,
             NoCredentialsError,
             ReadTimeoutError,
@@ -188,21 +198,26 @@ class Endpoint:
         }
         if prepared.route.target_model is not None:
             request["TargetModel"] = prepared.route.target_model
+        runtime = self.runtime
         try:
-            response = self.runtime.invoke_endpoint(**request)
-            return response["Body"].read(), response.get("ContentType")
+            with deadline(min(self.timeout, left)):
+                response = runtime.invoke_endpoint(**request)
+                return response["Body"].read(), response.get("ContentType")
         except BotoClientError as exc:
             answer = _answer_from_botocore(exc.response)
             error = to_exception(answer, endpoint=self.name, model=model)
             raise error from exc
-        except ReadTimeoutError as exc:
+        except (ReadTimeoutError, ConnectTimeoutError) as exc:
             raise InferenceTimeoutError(
-                f"no answer within timeout={self.timeout}s",
+                f"no complete answer within timeout={self.timeout}s"
+                + ("" if left >= self.timeout else f" (total_timeout left {left:.3g}s)"),
                 where=where,
                 fix="raise timeout= for slow models",
             ) from exc
         except (BotoConnectionError, ConnectionClosedError, HTTPClientError) as exc:
             raise TransientError(EndpointError(f"connection failed: {exc}", where=where)) from exc
+        except ValueError as exc:  # botocore reading an answer framed wrongly (Content-Length)
+            raise TransientError(EndpointError(f"malformed response: {exc}", where=where)) from exc
         except NoCredentialsError as exc:
             raise EndpointError(
                 "no AWS credentials found",
@@ -214,7 +229,8 @@ class Endpoint:
 
     @property
     def runtime(self) -> Any:
-        """The sagemaker-runtime client (created once, botocore retries off)."""
+        """The sagemaker-runtime client (created once, botocore retries off; a
+        client this endpoint creates sends through `DeadlineTransport`)."""
         if self._runtime is None:
             self._runtime = self._make_runtime()
         return self._runtime
@@ -252,12 +268,23 @@ class Endpoint:
         }
         if self.endpoint_url is not None and session.get_credentials() is None:
             options["signature_version"] = UNSIGNED
-        return session.client(
+        client = session.client(
             "sagemaker-runtime",
             region_name=self._region(),
             endpoint_url=self.endpoint_url,
             config=Config(**options),
         )
+        from deploy.client._transport import DeadlineTransport
+
+        # boto3 sessions keep botocore's as `_session`; a botocore session is its own.
+        settings = getattr(session, "_session", session)
+        self._transport = DeadlineTransport(
+            connect_timeout=self.connect_timeout,
+            max_connections=options["max_pool_connections"],
+            ca_bundle=settings.get_config_variable("ca_bundle"),
+        )
+        self._transport.register(client)
+        return client
 
     def _aws_client(self, service: str) -> Any:
         """Control-plane clients (sagemaker, s3) for manifest discovery."""
