@@ -31,8 +31,8 @@ from urllib.parse import unquote
 import httptools
 
 from deploy.errors import LocalEndpointError
-from deploy.local import connections, wire
-from deploy.local.connections import ConnectionGuard, ConnectionLimits
+from deploy.local import wire
+from deploy.local.connections import BODY, CLOSING, HEAD, IDLE, ConnectionGuard, ConnectionLimits
 from deploy.local.json_limits import json_problem
 from deploy.local.platform import (
     LoadTimeoutError,
@@ -276,10 +276,11 @@ class _Connection(asyncio.Protocol):
         self.queue: deque[_Request] = deque()
         self.busy = False
         self.paused = False
-        self.phase = connections.HEAD
+        self.phase = HEAD
         self.since = self.guard.now
         self.head_bytes = 0  # bytes read while a head is incomplete (see data_received)
         self.head_size = 0  # the current head's URL and header bytes
+        self.max_head = self.guard.limits.max_header_bytes
         self.stopped = False  # reads no more requests
         self.last_reply: Reply | None = None  # the error answered once the queue is done
 
@@ -301,7 +302,7 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.stopped:
             return  # lingering after an error answer: read and dropped
-        if self.phase != connections.BODY:
+        if self.phase != BODY:
             self.head_bytes += len(data)
         try:
             self.parser.feed_data(data)
@@ -315,15 +316,15 @@ class _Connection(asyncio.Protocol):
             else:
                 self._stop(wire.validation_error(f"malformed HTTP request: {exc}").encode())
             return
-        if self.phase == connections.HEAD and self.head_bytes > self.guard.limits.max_header_bytes:
+        if self.head_bytes > self.max_head and self.phase == HEAD:
             self._stop(self._head_too_large())
 
     # httptools callbacks
     def on_message_begin(self) -> None:
         self.current = _Request()
         self.head_size = 0
-        if self.phase != connections.HEAD:
-            self.phase = connections.HEAD
+        if self.phase != HEAD:
+            self.phase = HEAD
             self.since = self.guard.now
 
     def on_url(self, url: bytes) -> None:
@@ -339,10 +340,10 @@ class _Connection(asyncio.Protocol):
     def on_headers_complete(self) -> None:
         # A head that arrives in pieces is measured as it comes (data_received);
         # one that arrived in one read is measured here.
-        if self.head_size > self.guard.limits.max_header_bytes:
+        if self.head_size > self.max_head:
             raise _RefusedError(self._head_too_large())
         self.head_bytes = 0
-        self.phase = connections.BODY
+        self.phase = BODY
         self.since = self.guard.now
         request = self.current
         request.method = self.parser.get_method()
@@ -367,7 +368,7 @@ class _Connection(asyncio.Protocol):
             request.body.append(body)
 
     def on_message_complete(self) -> None:
-        self.phase = connections.IDLE
+        self.phase = IDLE
         self.since = self.guard.now
         self.head_bytes = 0
         if self.busy:  # pipelined: answered in order
@@ -389,6 +390,11 @@ class _Connection(asyncio.Protocol):
 
     # connection guard callbacks
     def time_out(self, what: str, limit: float) -> None:
+        if self.head_bytes == 0 and self.phase == HEAD and not self.busy:
+            # Nothing of a request arrived: close quietly (a client that sends one
+            # just now would take an answer here for the answer to its request).
+            self.evict()
+            return
         self._stop(
             wire.AwsErrorReply(
                 "RequestTimeout", 408, f"{what} did not arrive within {limit:g}s"
@@ -418,7 +424,7 @@ class _Connection(asyncio.Protocol):
         reply, self.last_reply = self.last_reply, None
         if reply is not None:
             self._write(*reply, False)
-        self.phase = connections.CLOSING
+        self.phase = CLOSING
         self.since = self.guard.now
         transport = self.transport
         if transport is None:
@@ -459,7 +465,7 @@ class _Connection(asyncio.Protocol):
         self.busy = False
         if self.stopped:
             self._answer_last()
-        elif self.phase == connections.IDLE:
+        elif self.phase == IDLE:
             self.since = self.guard.now  # idle from now on
 
     def _write(

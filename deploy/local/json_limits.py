@@ -33,20 +33,40 @@ _NOT_MARKS = bytes(b for b in range(256) if b not in _MARKS)
 _SIGNS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
 
 
-def json_header_size(content_type: bytes | None, body_size: int) -> int | str:
-    """Bytes of the body Triton parses as JSON, or why the Content-Type is refused."""
+def _declared_size(content_type: bytes | None) -> int | str | None:
+    """The JSON header size a Content-Type declares (None: the whole body), or why
+    it is refused."""
     if content_type is None or BINARY_JSON not in content_type:
-        return body_size
+        return None
     if not content_type.startswith(BINARY_JSON):
-        return body_size  # Triton refuses this itself, before parsing anything
+        return None  # Triton refuses this itself, before parsing anything
     value = content_type[len(BINARY_JSON) :].strip()
     if not value.isdigit():
         return (
             f"json-header-size={value.decode('latin-1')!r} is not a whole number of bytes; "
             "send the length of the JSON header that starts the body"
         )
-    size = int(value)
-    if size > body_size:
+    return int(value)
+
+
+# Clients send the same few Content-Types over and over (the header size varies
+# with the request's shape): remember what each declares.
+_DECLARED: dict[bytes | None, int | str | None] = {}
+_DECLARED_KEPT = 4096
+
+
+def json_header_size(content_type: bytes | None, body_size: int) -> int | str:
+    """Bytes of the body Triton parses as JSON, or why the Content-Type is refused."""
+    try:
+        size = _DECLARED[content_type]
+    except KeyError:
+        size = _declared_size(content_type)
+        if len(_DECLARED) >= _DECLARED_KEPT:
+            _DECLARED.clear()
+        _DECLARED[content_type] = size
+    if size is None:
+        return body_size
+    if isinstance(size, int) and size > body_size:
         return (
             f"json-header-size={size} is larger than the request body ({body_size} bytes): "
             f"the JSON header can be at most {body_size} bytes"
@@ -98,7 +118,10 @@ def json_problem(
     if size == 0:
         return None
     if len(body) == 1:
-        text = body[0][:size] if size < body_size else body[0]
+        first = body[0]
+        if first.count(b"[", 0, size) + first.count(b"{", 0, size) <= max_depth:
+            return None  # the ordinary request: counted in place, nothing copied
+        text = first[:size]
     else:
         text = b"".join(body)[:size]
     if deeper_than(text, max_depth):

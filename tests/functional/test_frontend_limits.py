@@ -251,6 +251,13 @@ def test_half_sent_head_is_answered_408_and_closed(served: Served) -> None:
     assert HEADER_TIMEOUT <= after < HEADER_TIMEOUT + 2
 
 
+def test_connection_that_sends_nothing_is_closed_quietly(served: Served) -> None:
+    with socket.create_connection(("127.0.0.1", served.port)) as sock:
+        data, closed, after = read_until_closed(sock, HEADER_TIMEOUT + 5)
+    assert closed and data == b""
+    assert HEADER_TIMEOUT <= after < HEADER_TIMEOUT + 2
+
+
 def test_head_dripped_byte_by_byte_is_cut_off(served: Served) -> None:
     head = f"POST {INVOKE} HTTP/1.1\r\nHost: x\r\nX-Slow: {'a' * 200}\r\n".encode()
     started = time.monotonic()
