@@ -43,11 +43,14 @@ class Endpoint:
     `manifest` locates the model store's manifest.json (a path, an
     `s3://bucket/prefix/manifest.json` URL, or None to discover it: from the
     endpoint's model data URL, or from `endpoint_url` itself, which the local
-    endpoint answers with its manifest). `timeout` bounds each call (seconds);
-    `retries` is a `RetryPolicy` (or a number of attempts) for transient
-    failures. `client` injects a ready sagemaker-runtime client (tests,
-    custom transports). With `endpoint_url` and no AWS credentials, requests
-    go unsigned (the local endpoint).
+    endpoint answers with its manifest). `timeout` bounds each attempt as a
+    whole: connect, send and every read (seconds); `retries` is a
+    `RetryPolicy` (or a number of attempts) for transient failures, its
+    `total_timeout` bounds all attempts. `client` injects a ready
+    sagemaker-runtime client (tests, custom transports); it keeps its own
+    transport, where botocore's read timeout bounds each read only. With
+    `endpoint_url` and no AWS credentials, requests go unsigned (the local
+    endpoint).
     """
 
     def __init__(
