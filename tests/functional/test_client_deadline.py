@@ -37,6 +37,13 @@ DRIP_S = 0.25  # one byte this often: every read succeeds, the answer never ends
 STOP_DRIPPING_S = 30.0
 
 
+def content_length(head: bytes) -> int:
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            return int(line.split(b":", 1)[1])
+    return 0
+
+
 class DripServer:
     """Answers each request as `mode` says; `requests` counts them."""
 
@@ -67,12 +74,10 @@ class DripServer:
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
-                length = next(
-                    int(line.split(b":", 1)[1])
-                    for line in head.split(b"\r\n")
-                    if line.lower().startswith(b"content-length:")
-                )
-                await reader.readexactly(length)
+                await reader.readexactly(content_length(head))
+                if head.startswith(b"GET "):  # the SDK looking for a manifest: none here
+                    writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                    continue
                 self.requests += 1
                 if not await self._reply(writer):
                     break
@@ -280,3 +285,54 @@ def test_tls_calls_verify_with_the_ca_bundle_and_keep_the_deadline(
     tls_server.mode = "ok"
     with pytest.raises(EndpointError):
         call(tls_server.url, retries=ONCE)
+
+
+class ForwardProxy:
+    """An HTTP forward proxy (absolute-form request lines), one request per connection."""
+
+    def __init__(self) -> None:
+        self.seen: list[bytes] = []
+        self._server = DripServer()  # reuse its loop thread
+        self.port = asyncio.run_coroutine_threadsafe(self._start(), self._server.loop).result(10)
+
+    async def _start(self) -> int:
+        self._proxy = await asyncio.start_server(self._forward, "127.0.0.1", 0)
+        return int(self._proxy.sockets[0].getsockname()[1])
+
+    async def _forward(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            method, url, version = head.split(b"\r\n", 1)[0].split(b" ")
+            self.seen.append(url)
+            authority, _, path = url.split(b"://", 1)[1].partition(b"/")
+            host, port = authority.split(b":")
+            body = await reader.readexactly(content_length(head))
+            upstream_reader, upstream = await asyncio.open_connection(host.decode(), int(port))
+            rest = head.split(b"\r\n", 1)[1].replace(b"Connection: keep-alive", b"")
+            upstream.write(b" ".join([method, b"/" + path, version]) + b"\r\n" + rest + body)
+            answer_head = await upstream_reader.readuntil(b"\r\n\r\n")
+            size = content_length(answer_head)
+            writer.write(answer_head + await upstream_reader.readexactly(size))
+            await writer.drain()
+            upstream.close()
+        finally:
+            writer.close()
+
+    def close(self) -> None:
+        self._server.loop.call_soon_threadsafe(self._proxy.close)
+        self._server.close()
+
+
+def test_a_proxy_from_the_environment_is_still_used(
+    server: DripServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proxy = ForwardProxy()
+    try:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        result = sync_call(server.url, retries=ONCE)
+        np.testing.assert_array_equal(result["OUTPUT0"], INPUTS["INPUT0"] * 2)
+        assert f"{server.url}/endpoints/ep/invocations".encode() in proxy.seen
+    finally:
+        proxy.close()
