@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from deploy.local.connections import ConnectionLimits
 from deploy.local.state import STATE_DIR
 
 
@@ -34,6 +35,31 @@ def serve(
         None, "--max-loaded-mb", min=1, help="Evict LRU models beyond this many MB on disk."
     ),
     max_payload_mb: float = typer.Option(6.0, "--max-payload-mb", help="Request size limit."),
+    max_connections: int = typer.Option(
+        ConnectionLimits.max_connections,
+        "--max-connections",
+        min=1,
+        help="Client connections served at once; beyond them the one waiting longest "
+        "for a request is closed, or 503 when all are busy (lowered to fit the file limit).",
+    ),
+    header_timeout: float = typer.Option(
+        ConnectionLimits.header_timeout,
+        "--header-timeout",
+        min=0.01,
+        help="Seconds a client has to send a request's headers (then 408).",
+    ),
+    body_timeout: float = typer.Option(
+        ConnectionLimits.body_timeout,
+        "--body-timeout",
+        min=0.01,
+        help="Seconds a client has to send a request's body after its headers (then 408).",
+    ),
+    idle_timeout: float = typer.Option(
+        ConnectionLimits.idle_timeout,
+        "--idle-timeout",
+        min=0.01,
+        help="Seconds a keep-alive connection may wait for its next request.",
+    ),
     verbose: bool = typer.Option(False, "--verbose", help="Verbose tritonserver log."),
     auto_complete_config: bool = typer.Option(
         False,
@@ -118,6 +144,12 @@ def serve(
         max_payload=int(max_payload_mb * 1024 * 1024),
         verbose=verbose,
         auto_complete_config=auto_complete_config,
+        connection_limits=ConnectionLimits(
+            header_timeout=header_timeout,
+            body_timeout=body_timeout,
+            idle_timeout=idle_timeout,
+            max_connections=max_connections,
+        ),
     )
     if mode == "single-model":
         from deploy.local.single_model import serve_single_model_forever

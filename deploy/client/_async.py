@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import ssl
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,7 @@ class AsyncEndpoint:
         self._url: str | None = None
         self._signer: Any | None = None
         self._signed = True
+        self._tls: ssl.SSLContext | bool = True  # aiohttp's default verification
 
     async def infer(
         self,
@@ -159,7 +161,7 @@ class AsyncEndpoint:
         while True:
             attempts.start()
             try:
-                body, content_type = await self._invoke(prepared)
+                body, content_type = await self._invoke(prepared, attempts.remaining())
             except TransientError as failure:
                 await asyncio.sleep(attempts.delay_after(failure))
                 continue
@@ -174,7 +176,12 @@ class AsyncEndpoint:
             f"{runtime.meta.endpoint_url.rstrip('/')}/endpoints/{quote(self.name, safe='')}"
             "/invocations"
         )
-        credentials = self._sync._boto_session().get_credentials()
+        session = self._sync._boto_session()
+        # Verify TLS as botocore would (AWS_CA_BUNDLE / the profile's ca_bundle).
+        ca_bundle = getattr(session, "_session", session).get_config_variable("ca_bundle")
+        if ca_bundle:
+            self._tls = ssl.create_default_context(cafile=ca_bundle)
+        credentials = session.get_credentials()
         self._signed = credentials is not None
         if credentials is not None:
             self._signer = (SigV4Auth, credentials, runtime.meta.region_name)
@@ -186,7 +193,7 @@ class AsyncEndpoint:
             await asyncio.to_thread(self._resolve)
         if self._http is None:
             self._http = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self.max_connections),
+                connector=aiohttp.TCPConnector(limit=self.max_connections, ssl=self._tls),
                 timeout=aiohttp.ClientTimeout(
                     total=self.timeout, sock_connect=self.connect_timeout
                 ),
@@ -209,7 +216,9 @@ class AsyncEndpoint:
         signer_class(credentials.get_frozen_credentials(), _SIGNING_NAME, region).add_auth(request)
         return dict(request.headers.items())
 
-    async def _invoke(self, prepared: Prepared) -> tuple[bytes, str | None]:
+    async def _invoke(self, prepared: Prepared, left: float) -> tuple[bytes, str | None]:
+        """One attempt, all of it (connect, send, reading the whole answer) within
+        `timeout` and within `left`, what the retry policy's total_timeout leaves."""
         import aiohttp
 
         if self._http is None:
@@ -217,22 +226,36 @@ class AsyncEndpoint:
         assert self._http is not None and self._url is not None  # set by _start
         model = prepared.route.model
         where = f"endpoint {self.name!r}, model {model!r}"
+        budget = min(self.timeout, left)
+        timeout = aiohttp.ClientTimeout(
+            total=budget, sock_connect=min(self.connect_timeout, budget)
+        )
         try:
             async with self._http.post(
-                self._url, data=prepared.request.body, headers=self._headers(prepared)
+                self._url,
+                data=prepared.request.body,
+                headers=self._headers(prepared),
+                timeout=timeout,
             ) as response:
                 body = await response.read()
                 if response.status == 200:
                     return body, response.headers.get("Content-Type")
                 answer = _answer_from_http(response.status, response.headers, body)
-        except TimeoutError as exc:
+        except TimeoutError as exc:  # aiohttp's total and connect timeouts included
             raise InferenceTimeoutError(
-                f"no answer within timeout={self.timeout}s",
+                f"no complete answer within timeout={self.timeout}s"
+                + ("" if left >= self.timeout else f" (total_timeout left {left:.3g}s)"),
                 where=where,
                 fix="raise timeout= for slow models",
             ) from exc
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
             raise TransientError(EndpointError(f"connection failed: {exc!r}", where=where)) from exc
+        except aiohttp.ClientError as exc:
+            # A response aiohttp cannot parse (ClientResponseError from a bad status
+            # line or header): as broken as a dropped connection.
+            raise TransientError(
+                EndpointError(f"malformed response: {exc!r}", where=where)
+            ) from exc
         raise to_exception(answer, endpoint=self.name, model=model)
 
 

@@ -6,7 +6,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deploy.client._core import (
     DEFAULT_MAX_PAYLOAD,
@@ -17,6 +17,7 @@ from deploy.client._core import (
     prepare,
     route,
 )
+from deploy.client._deadline import deadline
 from deploy.client._errors import (
     EndpointError,
     InferenceTimeoutError,
@@ -26,6 +27,9 @@ from deploy.client._failures import ErrorAnswer, to_exception
 from deploy.client._manifest import ModelInfo
 from deploy.client._result import InferResult
 from deploy.client._retry import Attempts, RetryPolicy, TransientError
+
+if TYPE_CHECKING:
+    from deploy.client._transport import DeadlineTransport
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_REGION = "us-east-1"
@@ -39,11 +43,14 @@ class Endpoint:
     `manifest` locates the model store's manifest.json (a path, an
     `s3://bucket/prefix/manifest.json` URL, or None to discover it: from the
     endpoint's model data URL, or from `endpoint_url` itself, which the local
-    endpoint answers with its manifest). `timeout` bounds each call (seconds);
-    `retries` is a `RetryPolicy` (or a number of attempts) for transient
-    failures. `client` injects a ready sagemaker-runtime client (tests,
-    custom transports). With `endpoint_url` and no AWS credentials, requests
-    go unsigned (the local endpoint).
+    endpoint answers with its manifest). `timeout` bounds each attempt as a
+    whole: connect, send and every read (seconds); `retries` is a
+    `RetryPolicy` (or a number of attempts) for transient failures, its
+    `total_timeout` bounds all attempts. `client` injects a ready
+    sagemaker-runtime client (tests, custom transports); it keeps its own
+    transport, where botocore's read timeout bounds each read only. With
+    `endpoint_url` and no AWS credentials, requests go unsigned (the local
+    endpoint).
     """
 
     def __init__(
@@ -69,6 +76,7 @@ class Endpoint:
         self.max_payload_bytes = max_payload_bytes
         self._session = session
         self._runtime = client
+        self._transport: DeadlineTransport | None = None
         self._clients: dict[str, Any] = {}
         location: ManifestLocation = manifest
         # A runtime URL of its own (the local endpoint) has no DescribeEndpoint behind it
@@ -124,6 +132,8 @@ class Endpoint:
         for client in [self._runtime, *self._clients.values()]:
             if client is not None and hasattr(client, "close"):
                 client.close()
+        if self._transport is not None:
+            self._transport.close()
 
     def __enter__(self) -> Endpoint:
         return self
@@ -158,16 +168,19 @@ class Endpoint:
         while True:
             attempts.start()
             try:
-                body, content_type = self._invoke(prepared)
+                body, content_type = self._invoke(prepared, attempts.remaining())
             except TransientError as failure:
                 time.sleep(attempts.delay_after(failure))
                 continue
             return finish(prepared, body, content_type)
 
-    def _invoke(self, prepared: Prepared) -> tuple[bytes, str | None]:
+    def _invoke(self, prepared: Prepared, left: float) -> tuple[bytes, str | None]:
+        """One attempt, all of it (connect, send, every read) within `timeout` and
+        within `left`, what the retry policy's total_timeout leaves."""
         from botocore.exceptions import (
             BotoCoreError,
             ConnectionClosedError,
+            ConnectTimeoutError,
             HTTPClientError,
             NoCredentialsError,
             ReadTimeoutError,
@@ -188,21 +201,26 @@ class Endpoint:
         }
         if prepared.route.target_model is not None:
             request["TargetModel"] = prepared.route.target_model
+        runtime = self.runtime
         try:
-            response = self.runtime.invoke_endpoint(**request)
-            return response["Body"].read(), response.get("ContentType")
+            with deadline(min(self.timeout, left)):
+                response = runtime.invoke_endpoint(**request)
+                return response["Body"].read(), response.get("ContentType")
         except BotoClientError as exc:
             answer = _answer_from_botocore(exc.response)
             error = to_exception(answer, endpoint=self.name, model=model)
             raise error from exc
-        except ReadTimeoutError as exc:
+        except (ReadTimeoutError, ConnectTimeoutError) as exc:
             raise InferenceTimeoutError(
-                f"no answer within timeout={self.timeout}s",
+                f"no complete answer within timeout={self.timeout}s"
+                + ("" if left >= self.timeout else f" (total_timeout left {left:.3g}s)"),
                 where=where,
                 fix="raise timeout= for slow models",
             ) from exc
         except (BotoConnectionError, ConnectionClosedError, HTTPClientError) as exc:
             raise TransientError(EndpointError(f"connection failed: {exc}", where=where)) from exc
+        except ValueError as exc:  # botocore reading an answer framed wrongly (Content-Length)
+            raise TransientError(EndpointError(f"malformed response: {exc}", where=where)) from exc
         except NoCredentialsError as exc:
             raise EndpointError(
                 "no AWS credentials found",
@@ -214,7 +232,8 @@ class Endpoint:
 
     @property
     def runtime(self) -> Any:
-        """The sagemaker-runtime client (created once, botocore retries off)."""
+        """The sagemaker-runtime client (created once, botocore retries off; a
+        client this endpoint creates sends through `DeadlineTransport`)."""
         if self._runtime is None:
             self._runtime = self._make_runtime()
         return self._runtime
@@ -254,7 +273,7 @@ class Endpoint:
         if self.endpoint_url is not None and session.get_credentials() is None:
             options["signature_version"] = UNSIGNED
         try:
-            return session.client(
+            client = session.client(
                 "sagemaker-runtime",
                 region_name=self._region(),
                 endpoint_url=self.endpoint_url,
@@ -266,6 +285,17 @@ class Endpoint:
                 where=f"endpoint {self.name!r}",
                 fix="check endpoint_url= (a URL such as http://127.0.0.1:8080) and region=",
             ) from exc
+        from deploy.client._transport import DeadlineTransport
+
+        # boto3 sessions keep botocore's as `_session`; a botocore session is its own.
+        settings = getattr(session, "_session", session)
+        self._transport = DeadlineTransport(
+            connect_timeout=self.connect_timeout,
+            max_connections=options["max_pool_connections"],
+            ca_bundle=settings.get_config_variable("ca_bundle"),
+        )
+        self._transport.register(client)
+        return client
 
     def _aws_client(self, service: str) -> Any:
         """Control-plane clients (sagemaker, s3) for manifest discovery."""

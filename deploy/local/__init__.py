@@ -9,6 +9,8 @@
     platform.py     the MME platform: lazy load, load-once, LRU eviction
     wire.py         AWS error shapes and the SageMaker runtime wire constants
     frontend.py     the asyncio HTTP/1.1 front end (SageMaker runtime data plane)
+    connections.py  the front end's connection bounds: timeouts, head size, count
+    json_limits.py  JSON nesting and json-header-size checks before Triton parses a body
     endpoint.py     composes the above into one running endpoint
     serve.py        `deploy serve`: an endpoint in the foreground until SIGINT/SIGTERM
     provider.py     `deploy up/status/down --local` (background endpoint + state file)

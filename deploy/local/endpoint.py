@@ -14,13 +14,14 @@ import logging
 import shutil
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from deploy.errors import LocalEndpointError
 from deploy.local import wire
 from deploy.local.archive import DEFAULT_MAX_EXTRACTED_BYTES
+from deploy.local.connections import ConnectionLimits
 from deploy.local.frontend import FrontEnd
 from deploy.local.platform import ModelPlatform
 from deploy.local.store import open_store
@@ -44,6 +45,7 @@ class EndpointOptions:
     verbose: bool = False
     auto_complete_config: bool = False  # Triton's config auto-completion (slower loads)
     triton_log: Path | None = None  # None: in the work folder (removed on stop)
+    connection_limits: ConnectionLimits = field(default_factory=ConnectionLimits)
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
@@ -96,6 +98,7 @@ class LocalEndpoint:
             invoke_timeout=self.options.invoke_timeout,
             log_path=str(self.supervisor.log_path),
             manifest=self.store.manifest,
+            limits=self.options.connection_limits,
         )
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -32,6 +32,8 @@ import httptools
 
 from deploy.errors import LocalEndpointError
 from deploy.local import wire
+from deploy.local.connections import BODY, CLOSING, HEAD, IDLE, ConnectionGuard, ConnectionLimits
+from deploy.local.json_limits import json_problem
 from deploy.local.platform import (
     LoadTimeoutError,
     ModelLoadError,
@@ -248,48 +250,101 @@ class _Request:
         self.keep_alive = True
 
 
+class _RefusedError(Exception):
+    """Raised from a parser callback to stop reading a connection with `reply`."""
+
+    def __init__(self, reply: Reply) -> None:
+        super().__init__(reply[0])
+        self.reply = reply
+
+
 class _Connection(asyncio.Protocol):
-    """One client connection: requests are parsed and answered in order."""
+    """One client connection: requests are parsed and answered in order.
+
+    `phase` and `since` tell the connection guard (`deploy.local.connections`)
+    what the connection waits for and since when. After a malformed, timed-out
+    or oversized request the connection reads no more: the requests before it
+    are answered first, then its error, then the connection closes.
+    """
 
     def __init__(self, frontend: FrontEnd) -> None:
         self.frontend = frontend
+        self.guard = frontend.guard
         self.parser = httptools.HttpRequestParser(self)
         self.transport: asyncio.Transport | None = None
         self.current = _Request()
         self.queue: deque[_Request] = deque()
         self.busy = False
+        self.paused = False
+        self.phase = HEAD
+        self.since = self.guard.now
+        self.head_bytes = 0  # bytes read while a head is incomplete (see data_received)
+        self.head_size = 0  # the current head's URL and header bytes
+        self.max_head = self.guard.limits.max_header_bytes
+        self.stopped = False  # reads no more requests
+        self.last_reply: Reply | None = None  # the error answered once the queue is done
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
-        self.frontend.connections.add(self)
+        if not self.guard.admit(self):
+            self._stop(
+                wire.service_unavailable(
+                    f"the endpoint is serving its limit of {self.guard.max_connections} "
+                    "connections and all are busy; retry shortly (deploy serve "
+                    "--max-connections raises the limit)"
+                ).encode()
+            )
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None
-        self.frontend.connections.discard(self)
+        self.guard.forget(self)
 
     def data_received(self, data: bytes) -> None:
+        if self.stopped:
+            return  # lingering after an error answer: read and dropped
+        if self.phase != BODY:
+            self.head_bytes += len(data)
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
-            self._write(*wire.validation_error("protocol upgrades are not supported").encode())
-            self._close()
+            self._stop(wire.validation_error("protocol upgrades are not supported").encode())
+            return
         except httptools.HttpParserError as exc:
-            self._write(*wire.validation_error(f"malformed HTTP request: {exc}").encode())
-            self._close()
+            refused = exc.__context__
+            if isinstance(refused, _RefusedError):
+                self._stop(refused.reply)
+            else:
+                self._stop(wire.validation_error(f"malformed HTTP request: {exc}").encode())
+            return
+        if self.head_bytes > self.max_head and self.phase == HEAD:
+            self._stop(self._head_too_large())
 
     # httptools callbacks
     def on_message_begin(self) -> None:
         self.current = _Request()
+        self.head_size = 0
+        if self.phase != HEAD:
+            self.phase = HEAD
+            self.since = self.guard.now
 
     def on_url(self, url: bytes) -> None:
         self.current.url += url
+        self.head_size += len(url)
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        self.head_size += len(name) + len(value) + 4
         name = name.lower()
         if name in _KEPT_HEADERS:
             self.current.headers[name] = value
 
     def on_headers_complete(self) -> None:
+        # A head that arrives in pieces is measured as it comes (data_received);
+        # one that arrived in one read is measured here.
+        if self.head_size > self.max_head:
+            raise _RefusedError(self._head_too_large())
+        self.head_bytes = 0
+        self.phase = BODY
+        self.since = self.guard.now
         request = self.current
         request.method = self.parser.get_method()
         request.keep_alive = self.parser.should_keep_alive()
@@ -313,11 +368,71 @@ class _Connection(asyncio.Protocol):
             request.body.append(body)
 
     def on_message_complete(self) -> None:
+        self.phase = IDLE
+        self.since = self.guard.now
+        self.head_bytes = 0
         if self.busy:  # pipelined: answered in order
             self.queue.append(self.current)
+            if len(self.queue) >= self.guard.limits.max_pipelined and self.transport:
+                self.paused = True
+                self.transport.pause_reading()
             return
         self.busy = True
         self._dispatch(self.current)
+
+    def _head_too_large(self) -> Reply:
+        limit = self.guard.limits.max_header_bytes
+        return wire.AwsErrorReply(
+            "RequestHeaderFieldsTooLarge",
+            431,
+            f"the request line and headers exceed {limit} bytes, the endpoint's limit",
+        ).encode()
+
+    # connection guard callbacks
+    def time_out(self, what: str, limit: float) -> None:
+        if self.head_bytes == 0 and self.phase == HEAD and not self.busy:
+            # Nothing of a request arrived: close quietly (a client that sends one
+            # just now would take an answer here for the answer to its request).
+            self.evict()
+            return
+        self._stop(
+            wire.AwsErrorReply(
+                "RequestTimeout", 408, f"{what} did not arrive within {limit:g}s"
+            ).encode()
+        )
+
+    def evict(self) -> None:
+        self.stopped = True
+        self._close()
+
+    def abort(self) -> None:
+        if self.transport is not None:
+            self.transport.abort()
+
+    # answering
+    def _stop(self, reply: Reply) -> None:
+        """Read no more requests; answer `reply` after those already read, then close."""
+        self.stopped = True
+        self.last_reply = reply
+        if self.paused and self.transport is not None:
+            self.paused = False
+            self.transport.resume_reading()  # dropped from now on (see data_received)
+        if not self.busy:
+            self._answer_last()
+
+    def _answer_last(self) -> None:
+        reply, self.last_reply = self.last_reply, None
+        if reply is not None:
+            self._write(*reply, False)
+        self.phase = CLOSING
+        self.since = self.guard.now
+        transport = self.transport
+        if transport is None:
+            return
+        if transport.can_write_eof() and self.guard.closing_started(self):
+            transport.write_eof()  # the client reads the answer, then sees the end
+        else:
+            self._close()
 
     def _dispatch(self, request: _Request) -> None:
         # Hot path: a loaded model and an idle upstream connection are served with
@@ -341,9 +456,17 @@ class _Connection(asyncio.Protocol):
             self.busy = False
             return
         if self.queue:
+            if self.paused and len(self.queue) <= self.guard.limits.max_pipelined // 2:
+                self.paused = False
+                if self.transport is not None:
+                    self.transport.resume_reading()
             self._dispatch(self.queue.popleft())
-        else:
-            self.busy = False
+            return
+        self.busy = False
+        if self.stopped:
+            self._answer_last()
+        elif self.phase == IDLE:
+            self.since = self.guard.now  # idle from now on
 
     def _write(
         self, status: int, headers: list[tuple[str, str]], body: bytes, keep_alive: bool = True
@@ -378,6 +501,7 @@ class FrontEnd:
         invoke_timeout: float = 60.0,
         log_path: str = "tritonserver.log",
         manifest: Callable[[], dict[str, Any] | None] = lambda: None,
+        limits: ConnectionLimits | None = None,
     ) -> None:
         self.platform = platform
         self.manifest = manifest
@@ -394,10 +518,11 @@ class FrontEnd:
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="model-load")
         self._loads: dict[str, asyncio.Future[str]] = {}
         self._server: asyncio.Server | None = None
-        self.connections: set[_Connection] = set()
+        self.guard = ConnectionGuard(limits or ConnectionLimits())
 
     async def start(self, host: str, port: int) -> int:
         loop = asyncio.get_running_loop()
+        self.guard.start(loop)
         self._server = await loop.create_server(
             lambda: _Connection(self), host, port, reuse_address=True, backlog=1024
         )
@@ -406,8 +531,9 @@ class FrontEnd:
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
-        for connection in list(self.connections):
-            connection._close()
+        self.guard.stop()
+        for connection in [*self.guard.open, *self.guard.closing]:
+            connection.abort()
         self.upstream.close()
         await asyncio.sleep(0)  # let the transports finish closing
         if self._server is not None:
@@ -420,7 +546,10 @@ class FrontEnd:
         if path.startswith(b"/endpoints/") and path.endswith(b"/invocations"):
             if request.method != b"POST":
                 return wire.validation_error("InvokeEndpoint is a POST").encode()
-            return await self._invoke(request, unquote(path[11:-12].decode("latin-1")))
+            refused = self._refused(request)
+            if refused is not None:
+                return refused.encode()
+            return await self._invoke(request, unquote(path[11:-12].decode("utf-8", "replace")))
         if path == b"/ping":
             return (200, [], b"") if self.server_ready() else (503, [], b"")
         if path == b"/models" and request.method == b"GET":
@@ -462,7 +591,9 @@ class FrontEnd:
             ).encode()
         if request.too_large:
             return wire.payload_too_large(self.max_payload)
-        target = raw_target.decode("latin-1")
+        target = wire.target_model(raw_target)
+        if isinstance(target, wire.AwsErrorReply):
+            return target.encode()
         for attempt in (1, 2):
             name = self.platform.lookup(target)
             if name is None:
@@ -510,6 +641,18 @@ class FrontEnd:
             f"the model server stopped while serving {target} ({exc}); it is restarting"
         ).encode()
 
+    def _refused(self, request: _Request) -> wire.AwsErrorReply | None:
+        """Why tritonserver must not see this invocation (checked on every call)."""
+        headers = request.headers
+        if not request.too_large:
+            problem = json_problem(headers.get(b"content-type"), request.body, request.size)
+            if problem is not None:
+                return wire.validation_error(problem)
+        attributes = headers.get(_CUSTOM_ATTRIBUTES)
+        if attributes is not None:
+            return wire.custom_attributes_problem(attributes)
+        return None
+
     def forward_now(self, request: _Request, done: Callable[[_Request, Reply], None]) -> bool:
         """Forward a call to a loaded model without a task; False: use `handle`."""
         path = request.url
@@ -519,10 +662,14 @@ class FrontEnd:
             or request.too_large
             or request.method != b"POST"
             or path != self._invocations_path
+            or self._refused(request) is not None
         ):
             return False
-        target = raw_target.decode("latin-1")
-        name = self.platform.lookup(target)
+        try:
+            target = raw_target.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        name = self.platform.lookup(target)  # only names that passed `_invoke` are loaded
         if name is None:
             return False
         connection = self.upstream.idle()

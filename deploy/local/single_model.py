@@ -174,6 +174,7 @@ class SingleModelEndpoint(LocalEndpoint):
             invoke_timeout=self.options.invoke_timeout,
             log_path=str(self.supervisor.log_path),
             manifest=lambda: self.manifest,
+            limits=self.options.connection_limits,
         )
         self.port = 0
         self._loop = None

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from deploy.errors import LocalEndpointError
+from deploy.repository.names import TARGET_MODEL_CHARACTERS, target_model_problem
 
 MANIFEST = "manifest.json"
 
@@ -35,7 +36,7 @@ class Store(Protocol):
 
 
 def check_target_model(target_model: str) -> str:
-    """A TargetModel is a relative path inside the store, nothing else."""
+    """A TargetModel is a relative path inside the store, in characters that serve."""
     normal = posixpath.normpath(target_model)
     if (
         not target_model
@@ -49,6 +50,14 @@ def check_target_model(target_model: str) -> str:
             f"TargetModel {target_model!r} is not a relative path inside the model store",
             where="X-Amzn-SageMaker-Target-Model",
             fix="send the target_model that manifest.json lists",
+        )
+    problem = target_model_problem(target_model)
+    if problem is not None:
+        raise LocalEndpointError(
+            problem,
+            where="X-Amzn-SageMaker-Target-Model",
+            fix=f"name archives and models with {TARGET_MODEL_CHARACTERS} "
+            "(`deploy validate` checks model names)",
         )
     return target_model
 

@@ -10,6 +10,7 @@ JSON body, so a response built here raises the modelled exception class of
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -24,6 +25,7 @@ LOCAL_ACCOUNT = "000000000000"
 # The local endpoint's manifest (not part of SageMaker's API; its paths are
 # /endpoints/..., /ping and /invocations). The SDK reads it when given an endpoint_url.
 MANIFEST_ROUTE = "/deploy/manifest.json"
+_TARGET_MODEL = re.compile(r"[!-~][ -~]*")  # \A\S[\p{Print}]*\z, Java's ASCII classes
 
 
 @dataclass
@@ -92,6 +94,50 @@ def payload_too_large(limit: int) -> tuple[int, list[tuple[str, str]], bytes]:
     # SageMaker answers an oversized body with a bare 413 (botocore: ClientError "413").
     body = json.dumps({"message": f"HTTP content length exceeded {limit} bytes."}).encode()
     return 413, [("Content-Type", "application/json")], body
+
+
+def _constraint(value: str, member: str, constraint: str) -> AwsErrorReply:
+    # The form AWS's request validation answers in.
+    return validation_error(
+        f"1 validation error detected: Value {value!r} at '{member}' failed to satisfy "
+        f"constraint: {constraint}"
+    )
+
+
+def target_model(raw: bytes) -> str | AwsErrorReply:
+    """The TargetModel header as SageMaker reads it: UTF-8 (what boto3 sends), 1 to
+    1024 printable ASCII characters, not starting with a space."""
+    try:
+        value = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return validation_error("the X-Amzn-SageMaker-Target-Model header is not UTF-8")
+    if len(value) > 1024:
+        return _constraint(
+            value[:64] + "...", "targetModel", "Member must have length less than or equal to 1024"
+        )
+    if not _TARGET_MODEL.fullmatch(value):
+        return _constraint(
+            value,
+            "targetModel",
+            r"Member must satisfy regular expression pattern: \A\S[\p{Print}]*\z",
+        )
+    return value
+
+
+def custom_attributes_problem(raw: bytes) -> AwsErrorReply | None:
+    """SageMaker's constraint on CustomAttributes: at most 1024 ASCII characters."""
+    if raw.isascii() and len(raw) <= 1024:
+        return None
+    value = raw.decode("utf-8", "replace")
+    if len(raw) > 1024:
+        return _constraint(
+            value[:64] + "...",
+            "customAttributes",
+            "Member must have length less than or equal to 1024",
+        )
+    return _constraint(
+        value, "customAttributes", r"Member must satisfy regular expression pattern: \p{ASCII}*"
+    )
 
 
 def reason(status: int) -> str:
