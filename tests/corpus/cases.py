@@ -1,0 +1,402 @@
+"""The corpus: what each published repository is, where it came from, and what must happen.
+
+Every case is a model repository copied from public AWS or NVIDIA material
+(`repos/<case>/`, attribution in each file) and the client code published with
+it (`clients/<case>.py`). Each goes through `deploy validate` (0 errors: these
+are configs Triton loads, so SageMaker serves them), `deploy package` and the
+local endpoint, where its client call either answers what the model computes
+when run directly (`references`) or is refused with a message that names why
+(`refused`: the backend that cannot run here, the missing BLS callee, the
+package the SageMaker image lacks and its fix, ...).
+
+`gaps` names the stages that fail today and why; the test marks them
+`xfail(strict=True)`, so a fix makes them pass and the marker must go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tests.corpus import reference as ref
+from tests.corpus import standins as make
+
+STAGES = ("validate", "package", "serve")
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str  # the folder under repos/ and the module under clients/
+    source: str  # where the repository and client come from
+    served: bool = True  # False: no published call can run here (validate and package only)
+    standins: tuple[Callable[[Path], None], ...] = ()
+    references: Mapping[str, ref.Reference] = field(default_factory=dict)  # model -> outputs
+    # Served when empty. Otherwise the client call must fail with a message in which each
+    # entry appears as a word ("A|B": either): ("TensorRT",), ("torch", "EXECUTION_ENV_PATH").
+    refused: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # each must appear in some `deploy validate` warning
+    gaps: Mapping[str, str] = field(default_factory=dict)  # stage -> why it fails today
+
+    @property
+    def repo(self) -> Path:
+        return Path(__file__).resolve().parent / "repos" / self.name
+
+
+def _add_sub(given: ref.Arrays) -> ref.Arrays:
+    a, b = given["INPUT0"], given["INPUT1"]
+    return {"OUTPUT0": a + b, "OUTPUT1": a - b}
+
+
+def _identity(prefix_in: str, prefix_out: str) -> Callable[[ref.Arrays], ref.Arrays]:
+    def run(given: ref.Arrays) -> ref.Arrays:
+        return {name.replace(prefix_in, prefix_out): value for name, value in given.items()}
+
+    return run
+
+
+def _simple_identity(given: ref.Arrays) -> ref.Arrays:
+    # BYTES come back as bytes objects, whatever numpy type the client sent them as
+    return {"OUTPUT0": np.vectorize(bytes, otypes=[object])(given["INPUT0"])}
+
+
+AWS = "aws/amazon-sagemaker-examples"
+SERVER = "triton-inference-server/server docs/examples/model_repository"
+PYTHON_BACKEND = "triton-inference-server/python_backend examples"
+TUTORIALS = "triton-inference-server/tutorials"
+
+RESNET_INPUT = ("INPUT__0",)
+
+CASES: tuple[Case, ...] = (
+    # -- AWS's SageMaker Triton notebooks --------------------------------------------
+    Case(
+        "aws_mme_gpu_resnet_pt",
+        f"{AWS} archived/mme-on-gpu/resnet50_mme_with_gpu.ipynb (TorchScript ResNet, MME GPU)",
+        standins=(make.torch_image_classifier("resnet/1/model.pt"),),
+        references={"resnet": ref.torchscript("resnet/1/model.pt", ["INPUT__0"], ["OUTPUT__0"])},
+    ),
+    Case(
+        "aws_mme_gpu_resnet_trt",
+        f"{AWS} archived/mme-on-gpu/resnet50_mme_with_gpu.ipynb (TensorRT ResNet with warmup)",
+        standins=(make.placeholder("resnet/1/model.plan"),),
+        refused=("TensorRT",),
+    ),
+    Case(
+        "aws_mme_onnx_resnet",
+        f"{AWS} archived/resnet_onnx_pytorch_tensorRT-backend/"
+        "resnet_onnx_pytorch_tensorRT_backend_MME_triton.ipynb (ONNX ResNet, MME GPU)",
+        standins=(
+            make.onnx_image_classifier("resnet/1/model.onnx", "input", "output", nchw_output=False),
+        ),
+        references={"resnet": ref.onnx("resnet/1/model.onnx")},
+        gaps={
+            "validate": "config name 'resenet_onnx' differs from its folder 'resnet': an error "
+            "today, a warning on an MME (the model is served under its TargetModel)",
+        },
+    ),
+    Case(
+        "aws_mme_cpu_jit",
+        f"{AWS} archived/jit_trace/Triton_CPU_JIT_MME.ipynb (TorchScript detector, MME CPU, "
+        "3 CPU instances, variable-size INT64/FP32 outputs)",
+        standins=(make.torch_detector("jit-resnet-v1-model/1/model.pt"),),
+        references={
+            "jit-resnet-v1-model": ref.torchscript(
+                "jit-resnet-v1-model/1/model.pt",
+                ["INPUT__0"],
+                ["OUTPUT__0", "OUTPUT__1", "OUTPUT__2"],
+            )
+        },
+    ),
+    Case(
+        "aws_nlp_bert_pt",
+        f"{AWS} deploy_and_monitor/sm-triton_nlp_bert (TorchScript BERT, outputs OUTPUT__0 "
+        "and 1634__1, KIND_GPU, dynamic batching)",
+        standins=(make.torch_bert("bert/1/model.pt"),),
+        references={
+            "bert": ref.torchscript(
+                "bert/1/model.pt", ["INPUT__0", "INPUT__1"], ["OUTPUT__0", "1634__1"]
+            )
+        },
+    ),
+    Case(
+        "aws_bert_ensemble",
+        f"{AWS} deploy_and_monitor/sm-triton_mme_gpu_ensemble_dali/ensemble_hf (python "
+        "tokenizer + TensorRT BERT + python pooling, each python step with its "
+        "EXECUTION_ENV_PATH)",
+        standins=(
+            make.placeholder("bert-trt/1/model.plan"),
+            make.conda_pack("preprocess/processing_env.tar.gz"),
+            make.conda_pack("postprocess/processing_env.tar.gz"),
+            make.version_folder("ensemble"),
+        ),
+        refused=("TensorRT",),
+    ),
+    Case(
+        "aws_dali_tf_ensemble",
+        f"{AWS} deploy_and_monitor/sm-triton_mme_gpu_ensemble_dali (DALI + TensorFlow "
+        "GraphDef inception ensemble)",
+        standins=(
+            make.placeholder("dali/1/model.dali"),
+            make.placeholder("inception_graphdef/1/model.graphdef"),
+            make.labels("inception_graphdef/inception_labels.txt", 1001),
+            make.version_folder("ensemble_dali_inception"),
+        ),
+        refused=("DALI|TensorFlow",),
+    ),
+    Case(
+        "aws_dali",
+        f"{AWS} deploy_and_monitor/sm-triton_mme_gpu_ensemble_dali (the ensemble's DALI "
+        "step, its own TargetModel after `deploy package`)",
+        standins=(make.placeholder("dali/1/model.dali"),),
+        refused=("DALI",),
+    ),
+    Case(
+        "aws_fil_xgboost",
+        f"{AWS} archived/xgboost_ensemble_python-fil-backend/mme_triton_xgb_fil_ensemble.ipynb "
+        "(FIL backend, model_type xgboost_json)",
+        standins=(make.write_json("fil/1/xgboost.json", {"learner": {}, "version": [1, 7, 6]}),),
+        refused=("FIL",),
+        gaps={
+            "validate": "FIL's model file follows model_type (xgboost_json -> xgboost.json); "
+            "validate claims the default file is missing",
+        },
+    ),
+    Case(
+        "aws_sd_workshop",
+        f"{AWS} archived/workshops/lab2-stable-diffusion/models (setup_conda, whose "
+        "initialize copies the conda-pack archive to /tmp/conda, and sd_base, whose "
+        "EXECUTION_ENV_PATH is that absolute path)",
+        served=False,  # sd_base needs diffusers and a GPU; setup_conda writes to /tmp/conda
+        standins=(make.conda_pack("setup_conda/sd_env.tar.gz"),),
+        warnings=("EXECUTION_ENV_PATH",),
+        gaps={
+            "validate": "EXECUTION_ENV_PATH /tmp/conda/sd_env.tar.gz (absolute, created at run "
+            "time by setup_conda) is an error, not a warning explaining what SageMaker sees",
+        },
+    ),
+    # -- python_backend examples -------------------------------------------------------
+    Case(
+        "pb_add_sub",
+        f"{PYTHON_BACKEND}/add_sub",
+        references={"add_sub": ref.numpy_function(_add_sub)},
+    ),
+    Case(
+        "pb_auto_complete",
+        f"{PYTHON_BACKEND}/auto_complete (no config.pbtxt; model.py defines auto_complete_config)",
+        references={
+            "nobatch_auto_complete": ref.numpy_function(_add_sub),
+            "batch_auto_complete": ref.numpy_function(_add_sub),
+        },
+        gaps={
+            "validate": "a python model with no config.pbtxt whose model.py defines "
+            "auto_complete_config is an error (the completed config is not obtained)",
+            "package": "a model folder without config.pbtxt cannot be packaged",
+            "serve": "not packaged; the endpoint refuses models that rely on auto-completion",
+        },
+    ),
+    Case(
+        "pb_bls_async",
+        f"{PYTHON_BACKEND}/bls (async: bls_async calls the pytorch and add_sub models)",
+        refused=("pytorch|add_sub",),
+        warnings=("add_sub", "pytorch", "torch"),
+        gaps={
+            "validate": "no warning for BLS calls to models that are neither bundled "
+            "(deploy.dependencies) nor loaded on the endpoint, nor for `import torch` "
+            "(missing from the SageMaker Triton image)",
+        },
+    ),
+    Case(
+        "pb_decoupled",
+        f"{PYTHON_BACKEND}/decoupled (square_int32, decoupled transaction policy)",
+        refused=("decoupled",),
+        warnings=("decoupled",),
+        gaps={"validate": "no warning that InvokeEndpoint cannot serve a decoupled model"},
+    ),
+    Case(
+        "pb_pytorch",
+        f"{PYTHON_BACKEND}/pytorch (python model importing torch, which the SageMaker "
+        "Triton image's Python lacks)",
+        refused=("torch", "EXECUTION_ENV_PATH|execution environment"),
+        warnings=("torch",),
+        gaps={
+            "validate": "no warning that `import torch` fails in the SageMaker Triton "
+            "image's Python (the fix: an execution environment)",
+            "serve": "the load error is Triton's raw `ModuleNotFoundError: No module named "
+            "'torch'` traceback; it does not say the SageMaker image lacks torch too, nor the "
+            "fix (an execution environment, EXECUTION_ENV_PATH)",
+        },
+    ),
+    Case(
+        "pb_preprocessing",
+        f"{PYTHON_BACKEND}/preprocessing (python preprocess + TensorRT ResNet50 ensemble)",
+        standins=(
+            make.placeholder("resnet50_trt/1/model.plan"),
+            make.labels("resnet50_trt/labels.txt", 1000),
+            make.version_folder("ensemble_python_resnet50"),
+        ),
+        refused=("TensorRT",),
+        warnings=("torchvision",),
+        gaps={
+            "validate": "no warning that `import torchvision` / `from PIL import Image` fail "
+            "in the SageMaker Triton image's Python",
+        },
+    ),
+    # -- server docs/examples/model_repository ----------------------------------------
+    Case(
+        "srv_simple",
+        f"{SERVER}/simple (ONNX INT32 add/sub)",
+        standins=(make.onnx_add_sub("simple/1/model.onnx", "INT32"),),
+        references={"simple": ref.onnx("simple/1/model.onnx")},
+    ),
+    Case(
+        "srv_simple_string",
+        f"{SERVER}/simple_string (ONNX STRING add/sub)",
+        standins=(make.onnx_add_sub("simple_string/1/model.onnx", "STRING"),),
+        references={"simple_string": ref.onnx_strings("simple_string/1/model.onnx")},
+        gaps={
+            "serve": "the ONNX adapter passes BYTES inputs to onnxruntime as bytes objects "
+            "(it wants str) and returns its str outputs unencoded",
+        },
+    ),
+    Case(
+        "srv_simple_identity",
+        f"{SERVER}/simple_identity (python BYTES identity)",
+        references={"simple_identity": ref.numpy_function(_simple_identity)},
+    ),
+    Case(
+        "srv_simple_sequence",
+        f"{SERVER}/simple_sequence (ONNX, sequence batcher START/READY controls)",
+        standins=(make.onnx_sequence("simple_sequence/1/model.onnx", dyna=False),),
+        references={
+            "simple_sequence": ref.onnx_sequence(
+                "simple_sequence/1/model.onnx", {"START": "START", "READY": "READY"}
+            )
+        },
+        gaps={
+            "serve": "the ONNX adapter feeds only the config's inputs; the sequence "
+            "batcher's control tensors (START, READY) never reach onnxruntime",
+        },
+    ),
+    Case(
+        "srv_simple_dyna_sequence",
+        f"{SERVER}/simple_dyna_sequence (ONNX, START/END/READY/CORRID controls, 2 instances)",
+        standins=(make.onnx_sequence("simple_dyna_sequence/1/model.onnx", dyna=True),),
+        references={
+            "simple_dyna_sequence": ref.onnx_sequence(
+                "simple_dyna_sequence/1/model.onnx",
+                {"START": "START", "END": "END", "READY": "READY", "CORRID": "CORRID"},
+            )
+        },
+        gaps={
+            "serve": "the ONNX adapter feeds only the config's inputs; the sequence "
+            "batcher's control tensors (START, END, READY, CORRID) never reach onnxruntime",
+        },
+    ),
+    Case(
+        "srv_densenet_onnx",
+        f"{SERVER}/densenet_onnx (ONNX, max_batch_size 0, input and output reshape, labels, "
+        "top-3 classification)",
+        standins=(
+            make.onnx_image_classifier(
+                "densenet_onnx/1/model.onnx", "data_0", "fc6_1", nchw_output=True
+            ),
+            make.labels("densenet_onnx/densenet_labels.txt", 1000),
+        ),
+        references={
+            "densenet_onnx": ref.classification(
+                ref.reshaped(
+                    ref.onnx("densenet_onnx/1/model.onnx", {"data_0": (1, 3, 224, 224)}),
+                    {"fc6_1": (1000,)},
+                ),
+                "fc6_1",
+                3,
+                "densenet_onnx/densenet_labels.txt",
+                batched=False,
+            )
+        },
+    ),
+    # -- triton-inference-server/tutorials ----------------------------------------------
+    Case(
+        "tut_quick_deploy_pytorch",
+        f"{TUTORIALS} Quick_Deploy/PyTorch (TorchScript ResNet50, max_batch_size 0, input and "
+        "output reshape, all 1000 classes)",
+        standins=(make.torch_image_classifier("resnet50/1/model.pt"),),
+        references={
+            "resnet50": ref.classification(
+                ref.torchscript(
+                    "resnet50/1/model.pt",
+                    ["input__0"],
+                    ["output__0"],
+                    reshape={"input__0": (1, 3, 224, 224)},
+                ),
+                "output__0",
+                1000,
+                batched=False,
+            )
+        },
+    ),
+    Case(
+        "tut_quick_deploy_tensorflow",
+        f"{TUTORIALS} Quick_Deploy/TensorFlow (SavedModel ResNet50)",
+        standins=(make.placeholder("resnet50/1/model.savedmodel/saved_model.pb"),),
+        refused=("TensorFlow",),
+    ),
+    Case(
+        "tut_part1_ocr",
+        f"{TUTORIALS} Conceptual_Guide/Part_1-model_deployment (ONNX text detection and "
+        "recognition, backend: onnxruntime without platform, tensor names with ':', '/', '.')",
+        standins=(
+            make.onnx_text_detection("text_detection/1/model.onnx"),
+            make.onnx_text_recognition("text_recognition/1/model.onnx"),
+        ),
+        references={
+            "text_detection": ref.onnx("text_detection/1/model.onnx"),
+            "text_recognition": ref.onnx("text_recognition/1/model.onnx"),
+        },
+    ),
+    Case(
+        "tut_data_pipelines",
+        f"{TUTORIALS} Feature_Guide/Data_Pipelines (python two-step ensemble: STRING, UINT8, "
+        "INT8, FP32 image, BOOL)",
+        standins=(make.version_folder("ensemble_model"),),
+        references={"ensemble_model": ref.numpy_function(_identity("_input_", "_output_"))},
+    ),
+    Case(
+        "tut_identity",
+        f"{TUTORIALS} Triton_Inference_Server_Python_API/identity-models (complete config with "
+        "optional inputs; model.py also defines auto_complete_config)",
+        references={"identity": ref.numpy_function(_identity("_input", "_output"))},
+        gaps={
+            "serve": "refused because model.py defines auto_complete_config, although "
+            "config.pbtxt is complete",
+        },
+    ),
+    Case(
+        "tut_llama2_vllm",
+        f"{TUTORIALS} Popular_Models_Guide/Llama2/llama2vllm (vLLM backend, config completed "
+        "by the backend)",
+        standins=(
+            # The published model.json (JSON holds no attribution comment, so it is written here):
+            # tutorials Popular_Models_Guide/Llama2/llama2vllm/1/model.json @ e84895253165,
+            # BSD-3-Clause, NVIDIA CORPORATION & AFFILIATES.
+            make.write_json(
+                "llama2vllm/1/model.json",
+                {
+                    "model": "meta-llama/Llama-2-7b-hf",
+                    "trust_remote_code": True,
+                    "download_dir": "/opt/tritonserver/model_repository/llama2vllm/hf-cache",
+                    "gpu_memory_utilization": 0.5,
+                },
+            ),
+        ),
+        refused=("vLLM",),
+        gaps={
+            "serve": "refused as 'the model relies on Triton's config auto-completion', which "
+            "hides the cause: the local tritonserver has no vllm backend",
+        },
+    ),
+)
+
+BY_NAME = {case.name: case for case in CASES}

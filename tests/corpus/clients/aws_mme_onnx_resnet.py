@@ -1,0 +1,53 @@
+"""The ONNX call of AWS's "Run ONNX, PyTorch and TensorRT models on a GPU multi-model endpoint"
+notebook: a v2 JSON body sent as application/octet-stream.
+
+Source: github.com/aws/amazon-sagemaker-examples,
+archived/resnet_onnx_pytorch_tensorRT-backend/resnet_onnx_pytorch_tensorRT_backend_MME_triton.ipynb
+@ 2d519b52c3a2 (Apache-2.0; Copyright Amazon.com, Inc. or its affiliates), cells [52], [62] and
+[63]. Changes: the endpoint name and TargetModel are parameters; the shiba inu photo is replaced
+by seeded random pixels (normalised as in `get_sample_image`).
+"""
+
+import json
+
+import numpy as np
+
+
+def get_sample_image():
+    rng = np.random.default_rng(52)
+    img = rng.integers(0, 256, size=(224, 224, 3)).astype(np.uint8)
+    img = (np.array(img).astype(np.float32) / 255) - np.array(
+        [0.485, 0.456, 0.406], dtype=np.float32
+    ).reshape(1, 1, 3)
+    img = img / np.array([0.229, 0.224, 0.225], dtype=np.float32).reshape(1, 1, 3)
+    img = np.transpose(img, (2, 0, 1))
+    return img.tolist()
+
+
+def run(runtime_sm_client, endpoint_name, target_models):
+    # ONNX payload
+    onnx_payload = {
+        "inputs": [
+            {
+                "name": "input",
+                "shape": [1, 3, 224, 224],
+                "datatype": "FP32",
+                "data": get_sample_image(),
+            }
+        ]
+    }
+    response = runtime_sm_client.invoke_endpoint(
+        EndpointName=endpoint_name,
+        ContentType="application/octet-stream",
+        Body=json.dumps(onnx_payload),
+        TargetModel=target_models["resnet"],
+    )
+    response = json.loads(response["Body"].read().decode("utf8"))
+    output = response["outputs"][0]
+    return [
+        {
+            "model": "resnet",
+            "inputs": {"input": np.array([get_sample_image()], np.float32)},
+            "outputs": {output["name"]: np.array(output["data"], np.float32).reshape(1, 1000)},
+        }
+    ]

@@ -1,0 +1,173 @@
+"""Published AWS and NVIDIA model repositories through validate, package and the local endpoint.
+
+The cases, their sources and their expectations are in `tests/corpus/cases.py`.
+Each case is checked in three stages, one test each, so a known gap in one
+stage (an `xfail(strict=True)` naming it) does not hide the others:
+
+- validate: `deploy validate --json` finds 0 errors (and the warnings the case
+  expects);
+- package: `deploy package` writes an archive for every model folder;
+- serve: the case's published client call, sent with boto3 to the shared local
+  endpoint, answers what the model computes when run directly, or is refused
+  with an error that names the reason (the backend that cannot run here...).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from botocore.exceptions import ClientError
+from typer.testing import CliRunner
+
+from deploy.cli import app
+from tests.corpus.cases import CASES, Case
+from tests.functional.local_models import runtime_client
+
+
+def cases(stage: str) -> list[Any]:
+    """One parameter per case; a known gap at `stage` is a strict xfail that names it."""
+    return [
+        pytest.param(
+            case,
+            id=case.name,
+            marks=[pytest.mark.xfail(strict=True, reason=case.gaps[stage])]
+            if stage in case.gaps
+            else [],
+        )
+        for case in CASES
+        if stage != "serve" or case.served
+    ]
+
+
+class Workspace:
+    """Each case's repository copied out of the source tree with its stand-ins written (once)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._repos: dict[str, Path] = {}
+
+    def repo(self, case: Case) -> Path:
+        if case.name not in self._repos:
+            partial = self.root / "partial" / case.name
+            shutil.rmtree(partial, ignore_errors=True)
+            shutil.copytree(case.repo, partial)
+            for write in case.standins:
+                write(partial)
+            repo = self.root / "repos" / case.name
+            repo.parent.mkdir(exist_ok=True)
+            partial.rename(repo)
+            self._repos[case.name] = repo
+        return self._repos[case.name]
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    return Workspace(tmp_path_factory.mktemp("corpus"))
+
+
+def model_folders(repo: Path) -> set[str]:
+    return {p.name for p in repo.iterdir() if p.is_dir()}
+
+
+def run_cli(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize("case", cases("validate"))
+def test_validate_finds_no_errors(case: Case, workspace: Workspace) -> None:
+    repo = workspace.repo(case)
+    code, output = run_cli("validate", str(repo), "--json")
+    report = json.loads(output)
+    errors = [d for d in report["diagnostics"] if d["severity"] == "error"]
+    assert errors == [], f"{case.name}: {json.dumps(errors, indent=2)}"
+    assert code == 0
+    assert report["models"] == len(model_folders(repo))
+    warnings = " ".join(
+        f"{d['message']} {d['fix']}" for d in report["diagnostics"] if d["severity"] == "warning"
+    ).lower()
+    missing = [word for word in case.warnings if word.lower() not in warnings]
+    assert missing == [], f"{case.name}: no warning names {missing}; warnings: {warnings!r}"
+
+
+def package(case: Case, workspace: Workspace, out: Path) -> dict[str, Any]:
+    code, output = run_cli("package", str(workspace.repo(case)), "--out", str(out))
+    assert code == 0, f"{case.name}: deploy package exited {code}: {output}"
+    document: dict[str, Any] = json.loads((out / "manifest.json").read_text())
+    return document
+
+
+@pytest.mark.parametrize("case", cases("package"))
+def test_package_writes_every_model(case: Case, workspace: Workspace) -> None:
+    manifest = package(case, workspace, workspace.root / "packages" / case.name)
+    assert set(manifest["models"]) == model_folders(workspace.repo(case))
+
+
+def assert_same(name: str, actual: np.ndarray, expected: np.ndarray) -> None:
+    assert actual.shape == expected.shape, f"{name}: shape {actual.shape} != {expected.shape}"
+    if expected.dtype == object:
+        # BYTES: binary outputs come back as bytes, JSON ones as str
+        actual_items = [v.encode() if isinstance(v, str) else bytes(v) for v in actual.ravel()]
+        expected_items = [v.encode() if isinstance(v, str) else bytes(v) for v in expected.ravel()]
+        if all(item.count(b":") >= 1 for item in expected_items):  # "score:index[:label]"
+            for got, want in zip(actual_items, expected_items, strict=True):
+                got_score, got_rest = got.split(b":", 1)
+                want_score, want_rest = want.split(b":", 1)
+                assert got_rest == want_rest, f"{name}: class {got!r} != {want!r}"
+                assert float(got_score) == pytest.approx(float(want_score), rel=1e-5, abs=1e-6)
+        else:
+            assert actual_items == expected_items, f"{name}: {actual_items} != {expected_items}"
+    elif np.issubdtype(expected.dtype, np.floating):
+        np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5, err_msg=name)
+    else:
+        np.testing.assert_array_equal(actual, expected, err_msg=name)
+
+
+def names(message: str, words: str) -> bool:
+    """Whether one of `words` ("A|B") appears in `message` as a word, whatever its case."""
+    return any(
+        re.search(rf"(?<![A-Za-z0-9]){re.escape(word)}(?![A-Za-z0-9])", message, re.IGNORECASE)
+        for word in words.split("|")
+    )
+
+
+@pytest.mark.triton
+@pytest.mark.slow
+@pytest.mark.parametrize("case", cases("serve"))
+def test_published_client_call(case: Case, workspace: Workspace, local_endpoint: Any) -> None:
+    prefix = f"corpus/{case.name}"
+    manifest = package(case, workspace, local_endpoint.store_dir / prefix)
+    target_models = {
+        name: f"{prefix}/{entry['target_model']}" for name, entry in manifest["models"].items()
+    }
+    client = importlib.import_module(f"tests.corpus.clients.{case.name}")
+    runtime = runtime_client(local_endpoint.url)
+    repo = workspace.repo(case)
+    try:
+        if case.refused:
+            with pytest.raises(ClientError) as refused:
+                client.run(runtime, local_endpoint.endpoint_name, target_models)
+            message = str(refused.value)
+            unnamed = [words for words in case.refused if not names(message, words)]
+            assert unnamed == [], f"{case.name}: the refusal does not name {unnamed}: {message}"
+            return
+        calls = client.run(runtime, local_endpoint.endpoint_name, target_models)
+        assert calls, f"{case.name}: the client made no call"
+        for call in calls:
+            expected = case.references[call["model"]](
+                repo, call["inputs"], call.get("parameters", {})
+            )
+            assert set(call["outputs"]) <= set(expected), f"{case.name}: {set(call['outputs'])}"
+            for name, actual in call["outputs"].items():
+                assert_same(f"{case.name}/{call['model']}/{name}", actual, expected[name])
+    finally:
+        # The endpoint is shared: leave no corpus model loaded.
+        for target in target_models.values():
+            local_endpoint.endpoint.platform.unload(target)
