@@ -9,8 +9,10 @@ when run directly (`references`) or is refused with a message that names why
 (`refused`: the backend that cannot run here, the missing BLS callee, the
 package the SageMaker image lacks and its fix, ...).
 
-`gaps` names the stages that fail today and why; the test marks them
-`xfail(strict=True)`, so a fix makes them pass and the marker must go.
+Served cases are also called through the SDK (`deploy.client`) with the
+published call's inputs. `gaps` names the stages (validate, package, serve,
+sdk) that fail today and why; the test marks them `xfail(strict=True)`, so a
+fix makes them pass and the entry must go.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 from tests.corpus import reference as ref
 from tests.corpus import standins as make
 
-STAGES = ("validate", "package", "serve")
+STAGES = ("validate", "package", "serve", "sdk")
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,9 @@ class Case:
     @property
     def repo(self) -> Path:
         return Path(__file__).resolve().parent / "repos" / self.name
+
+
+SDK_AFTER_SERVE = "the SDK call reuses the published call's inputs, and that call fails (see serve)"
 
 
 def _add_sub(given: ref.Arrays) -> ref.Arrays:
@@ -194,6 +199,7 @@ CASES: tuple[Case, ...] = (
             "auto_complete_config is an error (the completed config is not obtained)",
             "package": "a model folder without config.pbtxt cannot be packaged",
             "serve": "not packaged; the endpoint refuses models that rely on auto-completion",
+            "sdk": "not packaged (see package)",
         },
     ),
     Case(
@@ -258,6 +264,7 @@ CASES: tuple[Case, ...] = (
         gaps={
             "serve": "the ONNX adapter passes BYTES inputs to onnxruntime as bytes objects "
             "(it wants str) and returns its str outputs unencoded",
+            "sdk": SDK_AFTER_SERVE,
         },
     ),
     Case(
@@ -277,6 +284,7 @@ CASES: tuple[Case, ...] = (
         gaps={
             "serve": "the ONNX adapter feeds only the config's inputs; the sequence "
             "batcher's control tensors (START, READY) never reach onnxruntime",
+            "sdk": SDK_AFTER_SERVE,
         },
     ),
     Case(
@@ -292,6 +300,7 @@ CASES: tuple[Case, ...] = (
         gaps={
             "serve": "the ONNX adapter feeds only the config's inputs; the sequence "
             "batcher's control tensors (START, END, READY, CORRID) never reach onnxruntime",
+            "sdk": SDK_AFTER_SERVE,
         },
     ),
     Case(
@@ -371,6 +380,9 @@ CASES: tuple[Case, ...] = (
         gaps={
             "serve": "refused because model.py defines auto_complete_config, although "
             "config.pbtxt is complete",
+            "sdk": "the SDK refuses a request without the optional input fp16_input "
+            "(InvalidInputError: model 'identity' needs input 'fp16_input'); the endpoint also "
+            "refuses the model (see serve)",
         },
     ),
     Case(

@@ -9,7 +9,8 @@ stage (an `xfail(strict=True)` naming it) does not hide the others:
 - package: `deploy package` writes an archive for every model folder;
 - serve: the case's published client call, sent with boto3 to the shared local
   endpoint, answers what the model computes when run directly, or is refused
-  with an error that names the reason (the backend that cannot run here...).
+  with an error that names the reason (the backend that cannot run here...);
+- sdk: the same inputs through `deploy.client.Endpoint` give the same answers.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from botocore.exceptions import ClientError
 from typer.testing import CliRunner
 
 from deploy.cli import app
+from deploy.client import Endpoint
 from tests.corpus.cases import CASES, Case
 from tests.functional.local_models import runtime_client
 
@@ -138,36 +140,107 @@ def names(message: str, words: str) -> bool:
     )
 
 
+def serve_params() -> list[Any]:
+    """(case, channel) in case order, so each case's models load once and are unloaded after.
+
+    `published` sends the case's published client call; `sdk` sends the same
+    inputs through `deploy.client.Endpoint` (refusals are checked once, on the
+    published call).
+    """
+    params = []
+    for case in CASES:
+        if not case.served:
+            continue
+        for channel in ("published",) if case.refused else ("published", "sdk"):
+            stage = "serve" if channel == "published" else "sdk"
+            marks = (
+                [pytest.mark.xfail(strict=True, reason=case.gaps[stage])]
+                if stage in case.gaps
+                else []
+            )
+            params.append(pytest.param(case, channel, id=f"{case.name}-{channel}", marks=marks))
+    return params
+
+
+class Served:
+    """A case packaged into the shared endpoint's store, and the calls its client made."""
+
+    def __init__(self, case: Case, workspace: Workspace, endpoint: Any) -> None:
+        prefix = f"corpus/{case.name}"
+        self.store = endpoint.store_dir / prefix
+        manifest = package(case, workspace, self.store)
+        self.target_models = {
+            name: f"{prefix}/{entry['target_model']}" for name, entry in manifest["models"].items()
+        }
+        self.calls: list[dict[str, Any]] | None = None
+
+    def published_call(self, case: Case, endpoint: Any) -> list[dict[str, Any]]:
+        client = importlib.import_module(f"tests.corpus.clients.{case.name}")
+        runtime = runtime_client(endpoint.url)
+        calls: list[dict[str, Any]] = client.run(
+            runtime, endpoint.endpoint_name, self.target_models
+        )
+        assert calls, f"{case.name}: the client made no call"
+        self.calls = calls
+        return calls
+
+
+@pytest.fixture(scope="module")
+def served() -> dict[str, Served]:
+    return {}
+
+
+def check_outputs(case: Case, repo: Path, call: dict[str, Any], outputs: Any) -> None:
+    expected = case.references[call["model"]](repo, call["inputs"], call.get("parameters", {}))
+    for name in call["outputs"]:
+        assert_same(
+            f"{case.name}/{call['model']}/{name}", np.asarray(outputs[name]), expected[name]
+        )
+
+
 @pytest.mark.triton
 @pytest.mark.slow
-@pytest.mark.parametrize("case", cases("serve"))
-def test_published_client_call(case: Case, workspace: Workspace, local_endpoint: Any) -> None:
-    prefix = f"corpus/{case.name}"
-    manifest = package(case, workspace, local_endpoint.store_dir / prefix)
-    target_models = {
-        name: f"{prefix}/{entry['target_model']}" for name, entry in manifest["models"].items()
-    }
-    client = importlib.import_module(f"tests.corpus.clients.{case.name}")
-    runtime = runtime_client(local_endpoint.url)
+@pytest.mark.parametrize(("case", "channel"), serve_params())
+def test_client_call(
+    case: Case, channel: str, workspace: Workspace, local_endpoint: Any, served: dict[str, Served]
+) -> None:
+    if case.name not in served:
+        served[case.name] = Served(case, workspace, local_endpoint)
+    this = served[case.name]
     repo = workspace.repo(case)
+    last = channel == "sdk" or bool(case.refused)
     try:
         if case.refused:
             with pytest.raises(ClientError) as refused:
-                client.run(runtime, local_endpoint.endpoint_name, target_models)
+                this.published_call(case, local_endpoint)
             message = str(refused.value)
             unnamed = [words for words in case.refused if not names(message, words)]
             assert unnamed == [], f"{case.name}: the refusal does not name {unnamed}: {message}"
-            return
-        calls = client.run(runtime, local_endpoint.endpoint_name, target_models)
-        assert calls, f"{case.name}: the client made no call"
-        for call in calls:
-            expected = case.references[call["model"]](
-                repo, call["inputs"], call.get("parameters", {})
-            )
-            assert set(call["outputs"]) <= set(expected), f"{case.name}: {set(call['outputs'])}"
-            for name, actual in call["outputs"].items():
-                assert_same(f"{case.name}/{call['model']}/{name}", actual, expected[name])
+        elif channel == "published":
+            for call in this.published_call(case, local_endpoint):
+                check_outputs(case, repo, call, call["outputs"])
+        else:
+            calls = this.calls or this.published_call(case, local_endpoint)
+            with Endpoint(
+                local_endpoint.endpoint_name,
+                endpoint_url=local_endpoint.url,
+                manifest=this.store / "manifest.json",
+                client=runtime_client(local_endpoint.url),
+                retries=1,
+            ) as sdk:
+                for call in calls:
+                    parameters = dict(call.get("parameters", {}))
+                    class_count = parameters.pop("class_count", None)
+                    result = sdk.infer(
+                        call["model"],
+                        call["inputs"],
+                        list(call["outputs"]),
+                        target_model=this.target_models[call["model"]],
+                        class_count=class_count,
+                        parameters=parameters or None,
+                    )
+                    check_outputs(case, repo, call, result)
     finally:
-        # The endpoint is shared: leave no corpus model loaded.
-        for target in target_models.values():
-            local_endpoint.endpoint.platform.unload(target)
+        if last:  # the endpoint is shared: leave no corpus model loaded
+            for target in this.target_models.values():
+                local_endpoint.endpoint.platform.unload(target)
