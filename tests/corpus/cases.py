@@ -34,6 +34,7 @@ class Case:
     name: str  # the folder under repos/ and the module under clients/
     source: str  # where the repository and client come from
     served: bool = True  # False: no published call can run here (validate and package only)
+    instance: str | None = None  # the instance type the source deploys on (`--instance`)
     standins: tuple[Callable[[Path], None], ...] = ()
     references: Mapping[str, ref.Reference] = field(default_factory=dict)  # model -> outputs
     # Served when empty. Otherwise the client call must fail with a message in which each
@@ -79,12 +80,14 @@ CASES: tuple[Case, ...] = (
     Case(
         "aws_mme_gpu_resnet_pt",
         f"{AWS} archived/mme-on-gpu/resnet50_mme_with_gpu.ipynb (TorchScript ResNet, MME GPU)",
+        instance="ml.g4dn.4xlarge",
         standins=(make.torch_image_classifier("resnet/1/model.pt"),),
         references={"resnet": ref.torchscript("resnet/1/model.pt", ["INPUT__0"], ["OUTPUT__0"])},
     ),
     Case(
         "aws_mme_gpu_resnet_trt",
         f"{AWS} archived/mme-on-gpu/resnet50_mme_with_gpu.ipynb (TensorRT ResNet with warmup)",
+        instance="ml.g4dn.4xlarge",
         standins=(make.placeholder("resnet/1/model.plan"),),
         refused=("TensorRT",),
     ),
@@ -92,6 +95,7 @@ CASES: tuple[Case, ...] = (
         "aws_mme_onnx_resnet",
         f"{AWS} archived/resnet_onnx_pytorch_tensorRT-backend/"
         "resnet_onnx_pytorch_tensorRT_backend_MME_triton.ipynb (ONNX ResNet, MME GPU)",
+        instance="ml.g4dn.4xlarge",
         standins=(
             make.onnx_image_classifier("resnet/1/model.onnx", "input", "output", nchw_output=False),
         ),
@@ -105,6 +109,7 @@ CASES: tuple[Case, ...] = (
         "aws_mme_cpu_jit",
         f"{AWS} archived/jit_trace/Triton_CPU_JIT_MME.ipynb (TorchScript detector, MME CPU, "
         "3 CPU instances, variable-size INT64/FP32 outputs)",
+        instance="ml.m5.large",
         standins=(make.torch_detector("jit-resnet-v1-model/1/model.pt"),),
         references={
             "jit-resnet-v1-model": ref.torchscript(
@@ -118,6 +123,7 @@ CASES: tuple[Case, ...] = (
         "aws_nlp_bert_pt",
         f"{AWS} deploy_and_monitor/sm-triton_nlp_bert (TorchScript BERT, outputs OUTPUT__0 "
         "and 1634__1, KIND_GPU, dynamic batching)",
+        instance="ml.g4dn.4xlarge",
         standins=(make.torch_bert("bert/1/model.pt"),),
         references={
             "bert": ref.torchscript(
@@ -130,6 +136,7 @@ CASES: tuple[Case, ...] = (
         f"{AWS} deploy_and_monitor/sm-triton_mme_gpu_ensemble_dali/ensemble_hf (python "
         "tokenizer + TensorRT BERT + python pooling, each python step with its "
         "EXECUTION_ENV_PATH)",
+        instance="ml.g4dn.4xlarge",
         standins=(
             make.placeholder("bert-trt/1/model.plan"),
             make.conda_pack("preprocess/processing_env.tar.gz"),
@@ -142,6 +149,7 @@ CASES: tuple[Case, ...] = (
         "aws_dali_tf_ensemble",
         f"{AWS} deploy_and_monitor/sm-triton_mme_gpu_ensemble_dali (DALI + TensorFlow "
         "GraphDef inception ensemble)",
+        instance="ml.g4dn.4xlarge",
         standins=(
             make.placeholder("dali/1/model.dali"),
             make.placeholder("inception_graphdef/1/model.graphdef"),
@@ -154,6 +162,7 @@ CASES: tuple[Case, ...] = (
         "aws_dali",
         f"{AWS} deploy_and_monitor/sm-triton_mme_gpu_ensemble_dali (the ensemble's DALI "
         "step, its own TargetModel after `deploy package`)",
+        instance="ml.g4dn.4xlarge",
         standins=(make.placeholder("dali/1/model.dali"),),
         refused=("DALI",),
     ),
@@ -161,6 +170,7 @@ CASES: tuple[Case, ...] = (
         "aws_fil_xgboost",
         f"{AWS} archived/xgboost_ensemble_python-fil-backend/mme_triton_xgb_fil_ensemble.ipynb "
         "(FIL backend, model_type xgboost_json)",
+        instance="ml.g4dn.2xlarge",
         standins=(make.write_json("fil/1/xgboost.json", {"learner": {}, "version": [1, 7, 6]}),),
         refused=("FIL",),
         gaps={
@@ -172,7 +182,8 @@ CASES: tuple[Case, ...] = (
         "aws_sd_workshop",
         f"{AWS} archived/workshops/lab2-stable-diffusion/models (setup_conda, whose "
         "initialize copies the conda-pack archive to /tmp/conda, and sd_base, whose "
-        "EXECUTION_ENV_PATH is that absolute path)",
+        "EXECUTION_ENV_PATH is that absolute path; MME, sm-triton-python-stablediff.ipynb)",
+        instance="ml.g5.xlarge",
         served=False,  # sd_base needs diffusers and a GPU; setup_conda writes to /tmp/conda
         standins=(make.conda_pack("setup_conda/sd_env.tar.gz"),),
         warnings=("EXECUTION_ENV_PATH",),

@@ -86,7 +86,8 @@ def run_cli(*args: str) -> tuple[int, str]:
 @pytest.mark.parametrize("case", cases("validate"))
 def test_validate_finds_no_errors(case: Case, workspace: Workspace) -> None:
     repo = workspace.repo(case)
-    code, output = run_cli("validate", str(repo), "--json")
+    instance = ("--instance", case.instance) if case.instance else ()
+    code, output = run_cli("validate", str(repo), "--json", *instance)
     report = json.loads(output)
     errors = [d for d in report["diagnostics"] if d["severity"] == "error"]
     assert errors == [], f"{case.name}: {json.dumps(errors, indent=2)}"
