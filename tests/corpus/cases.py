@@ -40,6 +40,10 @@ class Case:
     # Served when empty. Otherwise the client call must fail with a message in which each
     # entry appears as a word ("A|B": either): ("TensorRT",), ("torch", "EXECUTION_ENV_PATH").
     refused: tuple[str, ...] = ()
+    # The error code boto3 reports for the refusal, where it matters: backends the local
+    # Triton lacks are refused by the endpoint before loading (ValidationError, with a fix),
+    # not left to Triton's own load error (ModelError).
+    refusal_code: str | None = None
     warnings: tuple[str, ...] = ()  # each must appear in some `deploy validate` warning
     gaps: Mapping[str, str] = field(default_factory=dict)  # stage -> why it fails today
 
@@ -90,6 +94,7 @@ CASES: tuple[Case, ...] = (
         instance="ml.g4dn.4xlarge",
         standins=(make.placeholder("resnet/1/model.plan"),),
         refused=("TensorRT",),
+        refusal_code="ValidationError",
     ),
     Case(
         "aws_mme_onnx_resnet",
@@ -144,6 +149,7 @@ CASES: tuple[Case, ...] = (
             make.version_folder("ensemble"),
         ),
         refused=("TensorRT",),
+        refusal_code="ValidationError",
     ),
     Case(
         "aws_dali_tf_ensemble",
@@ -157,6 +163,7 @@ CASES: tuple[Case, ...] = (
             make.version_folder("ensemble_dali_inception"),
         ),
         refused=("DALI|TensorFlow",),
+        refusal_code="ValidationError",
     ),
     Case(
         "aws_dali",
@@ -165,6 +172,11 @@ CASES: tuple[Case, ...] = (
         instance="ml.g4dn.4xlarge",
         standins=(make.placeholder("dali/1/model.dali"),),
         refused=("DALI",),
+        refusal_code="ValidationError",
+        gaps={
+            "serve": "not refused by the endpoint: Triton's own load error (\"unable to find "
+            "backend library for backend 'dali'\") comes back as a ModelError with no fix",
+        },
     ),
     Case(
         "aws_fil_xgboost",
@@ -173,6 +185,7 @@ CASES: tuple[Case, ...] = (
         instance="ml.g4dn.2xlarge",
         standins=(make.write_json("fil/1/xgboost.json", {"learner": {}, "version": [1, 7, 6]}),),
         refused=("FIL",),
+        refusal_code="ValidationError",
         gaps={
             "validate": "FIL's model file follows model_type (xgboost_json -> xgboost.json); "
             "validate claims the default file is missing",
@@ -254,6 +267,7 @@ CASES: tuple[Case, ...] = (
             make.version_folder("ensemble_python_resnet50"),
         ),
         refused=("TensorRT",),
+        refusal_code="ValidationError",
         warnings=("torchvision",),
         gaps={
             "validate": "no warning that `import torchvision` / `from PIL import Image` fail "
@@ -362,6 +376,7 @@ CASES: tuple[Case, ...] = (
         f"{TUTORIALS} Quick_Deploy/TensorFlow (SavedModel ResNet50)",
         standins=(make.placeholder("resnet50/1/model.savedmodel/saved_model.pb"),),
         refused=("TensorFlow",),
+        refusal_code="ValidationError",
     ),
     Case(
         "tut_part1_ocr",
@@ -415,6 +430,7 @@ CASES: tuple[Case, ...] = (
             ),
         ),
         refused=("vLLM",),
+        refusal_code="ValidationError",
         gaps={
             "serve": "refused as 'the model relies on Triton's config auto-completion', which "
             "hides the cause: the local tritonserver has no vllm backend",
