@@ -40,19 +40,14 @@ class Case:
     # Served when empty. Otherwise the client call must fail with a message in which each
     # entry appears as a word ("A|B": either): ("TensorRT",), ("torch", "EXECUTION_ENV_PATH").
     refused: tuple[str, ...] = ()
-    # The error code boto3 reports for the refusal, where it matters: backends the local
-    # Triton lacks are refused by the endpoint before loading (ValidationError, with a fix),
-    # not left to Triton's own load error (ModelError).
-    refusal_code: str | None = None
+    # The refusal must also say what to do ("fix: ..."), not only relay Triton's load error.
+    refusal_fix: bool = True
     warnings: tuple[str, ...] = ()  # each must appear in some `deploy validate` warning
     gaps: Mapping[str, str] = field(default_factory=dict)  # stage -> why it fails today
 
     @property
     def repo(self) -> Path:
         return Path(__file__).resolve().parent / "repos" / self.name
-
-
-SDK_AFTER_SERVE = "the SDK call reuses the published call's inputs, and that call fails (see serve)"
 
 
 def _add_sub(given: ref.Arrays) -> ref.Arrays:
@@ -94,7 +89,6 @@ CASES: tuple[Case, ...] = (
         instance="ml.g4dn.4xlarge",
         standins=(make.placeholder("resnet/1/model.plan"),),
         refused=("TensorRT",),
-        refusal_code="ValidationError",
     ),
     Case(
         "aws_mme_onnx_resnet",
@@ -105,10 +99,6 @@ CASES: tuple[Case, ...] = (
             make.onnx_image_classifier("resnet/1/model.onnx", "input", "output", nchw_output=False),
         ),
         references={"resnet": ref.onnx("resnet/1/model.onnx")},
-        gaps={
-            "validate": "config name 'resenet_onnx' differs from its folder 'resnet': an error "
-            "today, a warning on an MME (the model is served under its TargetModel)",
-        },
     ),
     Case(
         "aws_mme_cpu_jit",
@@ -149,7 +139,6 @@ CASES: tuple[Case, ...] = (
             make.version_folder("ensemble"),
         ),
         refused=("TensorRT",),
-        refusal_code="ValidationError",
     ),
     Case(
         "aws_dali_tf_ensemble",
@@ -163,7 +152,6 @@ CASES: tuple[Case, ...] = (
             make.version_folder("ensemble_dali_inception"),
         ),
         refused=("DALI|TensorFlow",),
-        refusal_code="ValidationError",
     ),
     Case(
         "aws_dali",
@@ -172,11 +160,6 @@ CASES: tuple[Case, ...] = (
         instance="ml.g4dn.4xlarge",
         standins=(make.placeholder("dali/1/model.dali"),),
         refused=("DALI",),
-        refusal_code="ValidationError",
-        gaps={
-            "serve": "not refused by the endpoint: Triton's own load error (\"unable to find "
-            "backend library for backend 'dali'\") comes back as a ModelError with no fix",
-        },
     ),
     Case(
         "aws_fil_xgboost",
@@ -185,11 +168,6 @@ CASES: tuple[Case, ...] = (
         instance="ml.g4dn.2xlarge",
         standins=(make.write_json("fil/1/xgboost.json", {"learner": {}, "version": [1, 7, 6]}),),
         refused=("FIL",),
-        refusal_code="ValidationError",
-        gaps={
-            "validate": "FIL's model file follows model_type (xgboost_json -> xgboost.json); "
-            "validate claims the default file is missing",
-        },
     ),
     Case(
         "aws_sd_workshop",
@@ -200,10 +178,6 @@ CASES: tuple[Case, ...] = (
         served=False,  # sd_base needs diffusers and a GPU; setup_conda writes to /tmp/conda
         standins=(make.conda_pack("setup_conda/sd_env.tar.gz"),),
         warnings=("EXECUTION_ENV_PATH",),
-        gaps={
-            "validate": "EXECUTION_ENV_PATH /tmp/conda/sd_env.tar.gz (absolute, created at run "
-            "time by setup_conda) is an error, not a warning explaining what SageMaker sees",
-        },
     ),
     # -- python_backend examples -------------------------------------------------------
     Case(
@@ -218,31 +192,20 @@ CASES: tuple[Case, ...] = (
             "nobatch_auto_complete": ref.numpy_function(_add_sub),
             "batch_auto_complete": ref.numpy_function(_add_sub),
         },
-        gaps={
-            "validate": "a python model with no config.pbtxt whose model.py defines "
-            "auto_complete_config is an error (the completed config is not obtained)",
-            "package": "a model folder without config.pbtxt cannot be packaged",
-            "serve": "not packaged; the endpoint refuses models that rely on auto-completion",
-            "sdk": "not packaged (see package)",
-        },
     ),
     Case(
         "pb_bls_async",
         f"{PYTHON_BACKEND}/bls (async: bls_async calls the pytorch and add_sub models)",
         refused=("pytorch|add_sub",),
+        refusal_fix=False,  # Triton's run-time error, as SageMaker relays it
         warnings=("add_sub", "pytorch", "torch"),
-        gaps={
-            "validate": "no warning for BLS calls to models that are neither bundled "
-            "(deploy.dependencies) nor loaded on the endpoint, nor for `import torch` "
-            "(missing from the SageMaker Triton image)",
-        },
     ),
     Case(
         "pb_decoupled",
         f"{PYTHON_BACKEND}/decoupled (square_int32, decoupled transaction policy)",
         refused=("decoupled",),
+        refusal_fix=False,  # Triton's HTTP endpoint refuses it, as on SageMaker
         warnings=("decoupled",),
-        gaps={"validate": "no warning that InvokeEndpoint cannot serve a decoupled model"},
     ),
     Case(
         "pb_pytorch",
@@ -250,13 +213,6 @@ CASES: tuple[Case, ...] = (
         "Triton image's Python lacks)",
         refused=("torch", "EXECUTION_ENV_PATH|execution environment"),
         warnings=("torch",),
-        gaps={
-            "validate": "no warning that `import torch` fails in the SageMaker Triton "
-            "image's Python (the fix: an execution environment)",
-            "serve": "the load error is Triton's raw `ModuleNotFoundError: No module named "
-            "'torch'` traceback; it does not say the SageMaker image lacks torch too, nor the "
-            "fix (an execution environment, EXECUTION_ENV_PATH)",
-        },
     ),
     Case(
         "pb_preprocessing",
@@ -267,12 +223,7 @@ CASES: tuple[Case, ...] = (
             make.version_folder("ensemble_python_resnet50"),
         ),
         refused=("TensorRT",),
-        refusal_code="ValidationError",
         warnings=("torchvision",),
-        gaps={
-            "validate": "no warning that `import torchvision` / `from PIL import Image` fail "
-            "in the SageMaker Triton image's Python",
-        },
     ),
     # -- server docs/examples/model_repository ----------------------------------------
     Case(
@@ -286,11 +237,6 @@ CASES: tuple[Case, ...] = (
         f"{SERVER}/simple_string (ONNX STRING add/sub)",
         standins=(make.onnx_add_sub("simple_string/1/model.onnx", "STRING"),),
         references={"simple_string": ref.onnx_strings("simple_string/1/model.onnx")},
-        gaps={
-            "serve": "the ONNX adapter passes BYTES inputs to onnxruntime as bytes objects "
-            "(it wants str) and returns its str outputs unencoded",
-            "sdk": SDK_AFTER_SERVE,
-        },
     ),
     Case(
         "srv_simple_identity",
@@ -306,11 +252,6 @@ CASES: tuple[Case, ...] = (
                 "simple_sequence/1/model.onnx", {"START": "START", "READY": "READY"}
             )
         },
-        gaps={
-            "serve": "the ONNX adapter feeds only the config's inputs; the sequence "
-            "batcher's control tensors (START, READY) never reach onnxruntime",
-            "sdk": SDK_AFTER_SERVE,
-        },
     ),
     Case(
         "srv_simple_dyna_sequence",
@@ -321,11 +262,6 @@ CASES: tuple[Case, ...] = (
                 "simple_dyna_sequence/1/model.onnx",
                 {"START": "START", "END": "END", "READY": "READY", "CORRID": "CORRID"},
             )
-        },
-        gaps={
-            "serve": "the ONNX adapter feeds only the config's inputs; the sequence "
-            "batcher's control tensors (START, END, READY, CORRID) never reach onnxruntime",
-            "sdk": SDK_AFTER_SERVE,
         },
     ),
     Case(
@@ -376,7 +312,6 @@ CASES: tuple[Case, ...] = (
         f"{TUTORIALS} Quick_Deploy/TensorFlow (SavedModel ResNet50)",
         standins=(make.placeholder("resnet50/1/model.savedmodel/saved_model.pb"),),
         refused=("TensorFlow",),
-        refusal_code="ValidationError",
     ),
     Case(
         "tut_part1_ocr",
@@ -404,11 +339,12 @@ CASES: tuple[Case, ...] = (
         "optional inputs; model.py also defines auto_complete_config)",
         references={"identity": ref.numpy_function(_identity("_input", "_output"))},
         gaps={
-            "serve": "refused because model.py defines auto_complete_config, although "
-            "config.pbtxt is complete",
-            "sdk": "the SDK refuses a request without the optional input fp16_input "
-            "(InvalidInputError: model 'identity' needs input 'fp16_input'); the endpoint also "
-            "refuses the model (see serve)",
+            "validate": "auto_complete_config fails on the stand-in triton_python_backend_utils: "
+            "its TRITON_STRING_TO_NUMPY is an inert class, not the python backend's dict of "
+            "Triton type names to numpy types (model.py:47 iterates its keys)",
+            "package": "deploy package runs auto_complete_config and fails the same way",
+            "serve": "not packaged (see package)",
+            "sdk": "not packaged (see package)",
         },
     ),
     Case(
@@ -430,11 +366,6 @@ CASES: tuple[Case, ...] = (
             ),
         ),
         refused=("vLLM",),
-        refusal_code="ValidationError",
-        gaps={
-            "serve": "refused as 'the model relies on Triton's config auto-completion', which "
-            "hides the cause: the local tritonserver has no vllm backend",
-        },
     ),
 )
 
