@@ -327,6 +327,49 @@ CASES: tuple[Case, ...] = (
         },
     ),
     Case(
+        "tut_part2_dynamic_batching",
+        f"{TUTORIALS} Conceptual_Guide/Part_2-improving_resource_utilization (ONNX text "
+        "recognition, max_batch_size 8, dynamic batching, 2 GPU instances; 16 concurrent "
+        "requests of batch 2)",
+        standins=(make.onnx_text_recognition("text_recognition/1/model.onnx"),),
+        references={"text_recognition": ref.onnx("text_recognition/1/model.onnx")},
+    ),
+    Case(
+        "tut_part4_ort_trt",
+        f"{TUTORIALS} Conceptual_Guide/Part_4-inference_acceleration/sample_configs/"
+        "ORT_TRT_config.pbtxt (TensorRT execution accelerator, graph optimisation, warmup)",
+        standins=(make.onnx_text_recognition("text_recognition/1/model.onnx"),),
+        references={"text_recognition": ref.onnx("text_recognition/1/model.onnx")},
+    ),
+    Case(
+        "tut_part4_ort_openvino",
+        f"{TUTORIALS} Conceptual_Guide/Part_4-inference_acceleration/sample_configs/"
+        "ORT_openvino_config.pbtxt (OpenVINO CPU execution accelerator)",
+        standins=(make.onnx_text_recognition("text_recognition/1/model.onnx"),),
+        references={"text_recognition": ref.onnx("text_recognition/1/model.onnx")},
+    ),
+    Case(
+        "tut_part4_ort_cuda_ep",
+        f"{TUTORIALS} Conceptual_Guide/Part_4-inference_acceleration/sample_configs/"
+        "ORT_cuda_ep_config.pbtxt (CUDA execution provider parameters)",
+        standins=(make.onnx_text_recognition("text_recognition/1/model.onnx"),),
+        references={"text_recognition": ref.onnx("text_recognition/1/model.onnx")},
+    ),
+    Case(
+        "tut_part7_iterative",
+        f"{TUTORIALS} Conceptual_Guide/Part_7-iterative_scheduling/iterative-gpt2 (python, "
+        "iterative sequence batching; auto_complete_config adds the tensors and makes it "
+        "decoupled; imports torch and transformers)",
+        refused=("torch|transformers",),
+        warnings=("decoupled", "transformers"),
+        gaps={
+            "serve": "deploy package completes only python models with no config.pbtxt; this "
+            "partial one (no inputs) is packaged as is and the endpoint refuses it for relying "
+            "on auto-completion, where SageMaker's Triton (auto-completion on) completes it and "
+            "then fails on `import torch`",
+        },
+    ),
+    Case(
         "tut_data_pipelines",
         f"{TUTORIALS} Feature_Guide/Data_Pipelines (python two-step ensemble: STRING, UINT8, "
         "INT8, FP32 image, BOOL)",

@@ -308,7 +308,7 @@ def onnx_text_detection(relative: str) -> Callable[[Path], None]:
 
 
 def onnx_text_recognition(relative: str) -> Callable[[Path], None]:
-    """The CRNN's tensors: `input.1` [1, 1, 32, 100] -> `308` [1, 26, 37]."""
+    """The CRNN's tensors: `input.1` [N, 1, 32, 100] -> `308` [N, 26, 37] (N is 1 in part 1)."""
 
     def write(repo: Path) -> None:
         from onnx import TensorProto, helper
@@ -319,16 +319,16 @@ def onnx_text_recognition(relative: str) -> Callable[[Path], None]:
         axes = helper.make_tensor("axes", TensorProto.INT64, [1], [1])
         squeeze = helper.make_tensor("squeeze_axes", TensorProto.INT64, [1], [1])
         nodes = [
-            helper.make_node("Squeeze", ["input.1", "squeeze_axes"], ["rows"]),  # [1, 32, 100]
-            helper.make_node("MatMul", ["rows", "w"], ["logits"]),  # [1, 32, 37]
+            helper.make_node("Squeeze", ["input.1", "squeeze_axes"], ["rows"]),  # [N, 32, 100]
+            helper.make_node("MatMul", ["rows", "w"], ["logits"]),  # [N, 32, 37]
             helper.make_node("Slice", ["logits", "starts", "ends", "axes"], ["sliced"]),
             helper.make_node("LogSoftmax", ["sliced"], ["308"], axis=2),
         ]
         graph = helper.make_graph(
             nodes,
             "text_recognition",
-            [helper.make_tensor_value_info("input.1", fp32, [1, 1, 32, 100])],
-            [helper.make_tensor_value_info("308", fp32, [1, 26, 37])],
+            [helper.make_tensor_value_info("input.1", fp32, ["N", 1, 32, 100])],
+            [helper.make_tensor_value_info("308", fp32, ["N", 26, 37])],
             [_weights("w", (100, 37)), starts, ends, axes, squeeze],
         )
         _save_onnx(graph, repo / relative)
