@@ -32,6 +32,12 @@ def serve(
         None, "--max-loaded-mb", min=1, help="Evict LRU models beyond this many MB on disk."
     ),
     max_payload_mb: float = typer.Option(6.0, "--max-payload-mb", help="Request size limit."),
+    max_archive_mb: int = typer.Option(
+        20 * 1024,
+        "--max-archive-mb",
+        min=1,
+        help="Refuse a model archive that extracts to more than this many MB.",
+    ),
     verbose: bool = typer.Option(False, "--verbose", help="Verbose tritonserver log."),
     auto_complete_config: bool = typer.Option(
         False,
@@ -83,6 +89,7 @@ def serve(
         max_models=max_loaded_models,
         max_bytes=max_loaded_mb * 1024 * 1024 if max_loaded_mb else None,
         max_payload=int(max_payload_mb * 1024 * 1024),
+        max_archive_bytes=max_archive_mb * 1024 * 1024,
         verbose=verbose,
         auto_complete_config=auto_complete_config,
     )
