@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from deploy.local.state import STATE_DIR
+
+if TYPE_CHECKING:
+    from deploy.local.guard import Clients
 
 
 def register(app: typer.Typer) -> None:
@@ -39,6 +42,14 @@ def serve(
         help="Refuse a model archive that extracts to more than this many MB.",
     ),
     verbose: bool = typer.Option(False, "--verbose", help="Verbose tritonserver log."),
+    triton_clients: Annotated[
+        str,
+        typer.Option(
+            "--triton-clients",
+            help="Who may call tritonserver's loopback port: endpoint (the front end only) "
+            "or user (any process of this user, for benchmarks).",
+        ),
+    ] = "endpoint",
     auto_complete_config: bool = typer.Option(
         False,
         "--auto-complete-config",
@@ -92,6 +103,7 @@ def serve(
         max_archive_bytes=max_archive_mb * 1024 * 1024,
         verbose=verbose,
         auto_complete_config=auto_complete_config,
+        triton_clients=_clients(triton_clients),
     )
     if mode == "single-model":
         from deploy.local.single_model import serve_single_model_forever
@@ -101,3 +113,11 @@ def serve(
     if mode != "multi-model":
         raise typer.BadParameter("use multi-model or single-model", param_hint="--mode")
     serve_forever(store, options, package_dir=package_dir, state_dir=state_dir)
+
+
+def _clients(value: str) -> Clients:
+    if value == "endpoint":
+        return "endpoint"
+    if value == "user":
+        return "user"
+    raise typer.BadParameter("use endpoint or user", param_hint="--triton-clients")

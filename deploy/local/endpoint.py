@@ -22,6 +22,7 @@ from deploy.errors import LocalEndpointError
 from deploy.local import wire
 from deploy.local.archive import DEFAULT_MAX_EXTRACTED_BYTES
 from deploy.local.frontend import FrontEnd
+from deploy.local.guard import Clients
 from deploy.local.platform import ModelPlatform
 from deploy.local.store import open_store
 from deploy.local.supervisor import TritonSupervisor
@@ -44,6 +45,9 @@ class EndpointOptions:
     verbose: bool = False
     auto_complete_config: bool = False  # Triton's config auto-completion (slower loads)
     triton_log: Path | None = None  # None: in the work folder (removed on stop)
+    # Who may connect to tritonserver's loopback port: this process (the front end)
+    # only, or any process of this user (benchmarks that call Triton directly).
+    triton_clients: Clients = "endpoint"
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
@@ -74,6 +78,7 @@ class LocalEndpoint:
             verbose=self.options.verbose,
             auto_complete=self.options.auto_complete_config,
             log_path=self.options.triton_log,
+            clients=self.options.triton_clients,
         )
         self.platform = ModelPlatform(
             self.store,
