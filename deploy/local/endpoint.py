@@ -91,6 +91,7 @@ class LocalEndpoint:
         )
         self.supervisor.on_crash.append(self.platform.server_crashed)
         self.supervisor.on_restart.append(self.platform.server_restarted)
+        self.supervisor.on_exit.append(self.platform.close)
         self.frontend = FrontEnd(
             self.platform,
             lambda: self.supervisor.ready,

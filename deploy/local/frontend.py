@@ -32,6 +32,7 @@ import httptools
 
 from deploy.errors import LocalEndpointError
 from deploy.local import wire
+from deploy.local.archive import DiskFullError
 from deploy.local.platform import (
     LoadTimeoutError,
     ModelLoadError,
@@ -59,6 +60,7 @@ _CUSTOM_ATTRIBUTES = wire.CUSTOM_ATTRIBUTES.encode()
 
 _JOIN_BELOW = 64 * 1024
 _SETTLE_S = 0.05  # how long a broken upstream call waits to learn whether Triton died
+_ATTEMPTS = 4  # loads and pins per call: a model can be evicted between its load and the call
 
 
 def _send_message(transport: asyncio.Transport, head: bytes, body: list[bytes]) -> None:
@@ -391,7 +393,9 @@ class FrontEnd:
         self.model_wait = model_wait
         self.upstream = UpstreamPool(lambda: platform.server.port, invoke_timeout)
         self.log_stream = f"file://{log_path}"
-        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="model-load")
+        # Loads wait (bounded) for room and for Triton; status has its own thread.
+        self._executor = ThreadPoolExecutor(max_workers=16, thread_name_prefix="model-load")
+        self._status = ThreadPoolExecutor(max_workers=1, thread_name_prefix="status")
         self._loads: dict[str, asyncio.Future[str]] = {}
         self._server: asyncio.Server | None = None
         self.connections: set[_Connection] = set()
@@ -413,6 +417,7 @@ class FrontEnd:
         if self._server is not None:
             await self._server.wait_closed()
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self._status.shutdown(wait=False, cancel_futures=True)
 
     # -- routing -------------------------------------------------------------
     async def handle(self, request: _Request) -> Reply:
@@ -425,7 +430,7 @@ class FrontEnd:
             return (200, [], b"") if self.server_ready() else (503, [], b"")
         if path == b"/models" and request.method == b"GET":
             listing = await asyncio.get_running_loop().run_in_executor(
-                self._executor, self.platform.listing
+                self._status, self.platform.listing
             )
             listing["endpoint_name"] = self.endpoint_name
             return 200, [("Content-Type", "application/json")], json.dumps(listing).encode()
@@ -463,27 +468,38 @@ class FrontEnd:
         if request.too_large:
             return wire.payload_too_large(self.max_payload)
         target = raw_target.decode("latin-1")
-        for attempt in (1, 2):
-            name = self.platform.lookup(target)
-            if name is None:
+        reloaded = False
+        for _ in range(_ATTEMPTS):
+            # Pinned for the call: eviction waits for it (see platform.py).
+            model = self.platform.acquire(target)
+            if model is None:
                 loaded = await self._load(target)
                 if isinstance(loaded, tuple):
                     return loaded
-                name = loaded
+                continue  # pin what was loaded (if evicted meanwhile, load again)
             generation = self.server_generation()
             try:
                 status, content_type, body = await self.upstream.request(
-                    f"/models/{name}/invoke", target, request.headers, request.body, request.size
+                    f"/models/{model.hash}/invoke",
+                    target,
+                    request.headers,
+                    request.body,
+                    request.size,
                 )
             except UpstreamError as exc:
                 await asyncio.sleep(_SETTLE_S)  # see forward_now
                 return self._upstream_failed(target, exc, generation)
-            if status == 404 and attempt == 1:
-                # Triton no longer has it (evicted, or restarted): load again, once.
-                self.platform.forget(target)
+            finally:
+                self.platform.release(model)
+            if status == 404 and not reloaded:
+                # Triton no longer has it (restarted): load again, once.
+                self.platform.forget(target, model)
+                reloaded = True
                 continue
-            break
-        return self._answer(target, status, content_type, body)
+            return self._answer(target, status, content_type, body)
+        return wire.model_not_ready(
+            f"Model {target} was unloaded to make room before it could be called; retry."
+        ).encode()
 
     def _answer(self, target: str, status: int, content_type: bytes, body: bytes) -> Reply:
         if status == 200:
@@ -522,16 +538,17 @@ class FrontEnd:
         ):
             return False
         target = raw_target.decode("latin-1")
-        name = self.platform.lookup(target)
-        if name is None:
+        model = self.platform.acquire(target)
+        if model is None:
             return False
         connection = self.upstream.idle()
         if connection is None:
+            self.platform.release(model)
             return False
         generation = self.server_generation()
         future = self.upstream.send(
             connection,
-            f"/models/{name}/invoke",
+            f"/models/{model.hash}/invoke",
             target,
             request.headers,
             request.body,
@@ -541,6 +558,7 @@ class FrontEnd:
 
         def finished(future: asyncio.Future[tuple[int, bytes, bytes]]) -> None:
             timer.cancel()
+            self.platform.release(model)
             exc = future.exception()
             if exc is not None:
                 # A dead server closes its sockets a moment before it shows as exited:
@@ -588,7 +606,9 @@ class FrontEnd:
             return wire.model_error(
                 target, exc.status, exc.triton_message, self.log_stream, fix=exc.fix
             ).encode()
-        except (ServerNotReadyError, LoadTimeoutError) as exc:
+        except LoadTimeoutError as exc:
+            return wire.model_not_ready(str(exc)).encode()
+        except (ServerNotReadyError, DiskFullError) as exc:
             return wire.service_unavailable(str(exc)).encode()
         except LocalEndpointError as exc:
             return wire.validation_error(str(exc)).encode()
