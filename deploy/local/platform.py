@@ -198,7 +198,9 @@ class ModelPlatform:
                 return None
             self._loaded.move_to_end(target_model)
             model.pins += 1
-            model.fresh = False
+            if model.fresh:
+                model.fresh = False
+                self._state.notify_all()  # an unload may wait for this first call
             model.last_used = time.time()
             return model
 
@@ -512,13 +514,22 @@ class ModelPlatform:
                 gate.release()
 
     def unload(self, target_model: str) -> bool:
-        """Unload a model from Triton and delete its extracted folder (waits for its calls)."""
+        """Unload a model from Triton and delete its extracted folder.
+
+        Waits (within `load_timeout`) for the calls in flight and, for a model just
+        loaded, for its first call: the callers that asked for it get their answer.
+        """
         deadline = time.monotonic() + self.load_timeout
         with self._state:
             gate = self._gates.setdefault(target_model, threading.Lock())
         self._take(gate, target_model, deadline)
         with self._state:
             model = self._loaded.get(target_model)
+            while model is not None and model.fresh:
+                spared = model.registered + FRESH_S - time.monotonic()
+                if spared <= 0 or deadline <= time.monotonic():
+                    break
+                self._state.wait(min(spared, deadline - time.monotonic()))
             if model is not None:
                 model.draining = True
         if model is None:
