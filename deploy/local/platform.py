@@ -623,6 +623,7 @@ class ModelPlatform:
             "unloading": unloading,
             "available": available,
             "evictions": self.evictions,
+            "loads_total": sum(self.loads.values()),
             "max_models": self.max_models,
             "max_bytes": self.max_bytes,
         }
