@@ -34,6 +34,7 @@ from deploy.errors import LocalEndpointError
 from deploy.local import wire
 from deploy.local.archive import DiskFullError
 from deploy.local.platform import (
+    LoadedModel,
     LoadTimeoutError,
     ModelLoadError,
     ModelPlatform,
@@ -60,7 +61,6 @@ _CUSTOM_ATTRIBUTES = wire.CUSTOM_ATTRIBUTES.encode()
 
 _JOIN_BELOW = 64 * 1024
 _SETTLE_S = 0.05  # how long a broken upstream call waits to learn whether Triton died
-_ATTEMPTS = 4  # loads and pins per call: a model can be evicted between its load and the call
 
 
 def _send_message(transport: asyncio.Transport, head: bytes, body: list[bytes]) -> None:
@@ -396,7 +396,7 @@ class FrontEnd:
         # Loads wait (bounded) for room and for Triton; status has its own thread.
         self._executor = ThreadPoolExecutor(max_workers=16, thread_name_prefix="model-load")
         self._status = ThreadPoolExecutor(max_workers=1, thread_name_prefix="status")
-        self._loads: dict[str, asyncio.Future[str]] = {}
+        self._loads: dict[str, list[asyncio.Future[LoadedModel]]] = {}  # callers per load
         self._server: asyncio.Server | None = None
         self.connections: set[_Connection] = set()
 
@@ -468,15 +468,14 @@ class FrontEnd:
         if request.too_large:
             return wire.payload_too_large(self.max_payload)
         target = raw_target.decode("latin-1")
-        reloaded = False
-        for _ in range(_ATTEMPTS):
+        for attempt in (1, 2):
             # Pinned for the call: eviction waits for it (see platform.py).
             model = self.platform.acquire(target)
             if model is None:
                 loaded = await self._load(target)
                 if isinstance(loaded, tuple):
                     return loaded
-                continue  # pin what was loaded (if evicted meanwhile, load again)
+                model = loaded
             generation = self.server_generation()
             try:
                 status, content_type, body = await self.upstream.request(
@@ -491,15 +490,12 @@ class FrontEnd:
                 return self._upstream_failed(target, exc, generation)
             finally:
                 self.platform.release(model)
-            if status == 404 and not reloaded:
+            if status == 404 and attempt == 1:
                 # Triton no longer has it (restarted): load again, once.
                 self.platform.forget(target, model)
-                reloaded = True
                 continue
-            return self._answer(target, status, content_type, body)
-        return wire.model_not_ready(
-            f"Model {target} was unloaded to make room before it could be called; retry."
-        ).encode()
+            break
+        return self._answer(target, status, content_type, body)
 
     def _answer(self, target: str, status: int, content_type: bytes, body: bytes) -> Reply:
         if status == 200:
@@ -587,15 +583,22 @@ class FrontEnd:
             reply = wire.internal_failure(f"the local endpoint failed: {exc}").encode()
         done(request, reply)
 
-    async def _load(self, target: str) -> str | Reply:
+    async def _load(self, target: str) -> LoadedModel | Reply:
+        """The model, loaded and pinned for this call (release it), or an error reply.
+
+        Concurrent callers share one load; each gets its own pin the moment it
+        ends, so no eviction comes between the load and their calls.
+        """
         loop = asyncio.get_running_loop()
-        future = self._loads.get(target)
-        if future is None:
-            future = loop.run_in_executor(self._executor, self.platform.ensure_loaded, target)
-            self._loads[target] = future
-            future.add_done_callback(lambda _: self._loads.pop(target, None))
+        waiters = self._loads.get(target)
+        if waiters is None:
+            waiters = self._loads[target] = []
+            future = loop.run_in_executor(self._executor, self.platform.load_and_acquire, target)
+            future.add_done_callback(lambda done: self._hand_out(target, done))
+        mine: asyncio.Future[LoadedModel] = loop.create_future()
+        waiters.append(mine)
         try:
-            return await asyncio.wait_for(asyncio.shield(future), self.model_wait)
+            return await asyncio.wait_for(mine, self.model_wait)
         except TimeoutError:
             return wire.model_not_ready(
                 f"Model {target} is still loading after {self.model_wait:g}s; retry the request."
@@ -615,3 +618,23 @@ class FrontEnd:
         except Exception as exc:
             log.exception("loading %s failed", target)
             return wire.internal_failure(f"loading {target} failed: {exc}").encode()
+
+    def _hand_out(self, target: str, done: asyncio.Future[LoadedModel]) -> None:
+        """A load ended: one pin (or the error) for each caller still waiting."""
+        waiting = [w for w in self._loads.pop(target, []) if not w.done()]
+        if done.cancelled():  # the executor was shut down
+            for waiter in waiting:
+                waiter.cancel()
+            return
+        error = done.exception()
+        if error is not None:
+            for waiter in waiting:
+                waiter.set_exception(error)
+            return
+        model = done.result()  # pinned once, by the platform
+        if not waiting:
+            self.platform.release(model)
+            return
+        self.platform.add_pins(model, len(waiting) - 1)
+        for waiter in waiting:
+            waiter.set_result(model)

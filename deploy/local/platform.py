@@ -196,13 +196,23 @@ class ModelPlatform:
             model = self._loaded.get(target_model)
             if model is None or model.draining:
                 return None
-            self._loaded.move_to_end(target_model)
-            model.pins += 1
-            if model.fresh:
-                model.fresh = False
-                self._state.notify_all()  # an unload may wait for this first call
-            model.last_used = time.time()
+            self._pin(model, 1)
             return model
+
+    def _pin(self, model: LoadedModel, count: int) -> None:
+        """Call with `_state` held."""
+        if model.target_model in self._loaded:
+            self._loaded.move_to_end(model.target_model)
+        model.pins += count
+        model.last_used = time.time()
+        if count and model.fresh:
+            model.fresh = False
+            self._state.notify_all()  # an unload may wait for this first call
+
+    def add_pins(self, model: LoadedModel, count: int) -> None:
+        """More pins on a model already pinned (one per caller that waited for its load)."""
+        with self._state:
+            self._pin(model, count)
 
     def release(self, model: LoadedModel) -> None:
         with self._state:
@@ -217,21 +227,31 @@ class ModelPlatform:
         Waits at most `timeout` (default `load_timeout`) seconds, then raises
         `LoadTimeoutError`; a load Triton is still busy with goes on.
         """
+        return self._ensure(target_model, timeout, pin=False).hash
+
+    def load_and_acquire(self, target_model: str, timeout: float | None = None) -> LoadedModel:
+        """`ensure_loaded`, returning the model pinned (as `acquire` does) from the moment
+        it is registered, so no eviction can come between its load and its first call."""
+        return self._ensure(target_model, timeout, pin=True)
+
+    def _ensure(self, target_model: str, timeout: float | None, *, pin: bool) -> LoadedModel:
         check_target_model(target_model)
         deadline = time.monotonic() + (self.load_timeout if timeout is None else timeout)
         with self._state:
             model = self._loaded.get(target_model)
             if model is not None and not model.draining:
-                self._loaded.move_to_end(target_model)
-                return model.hash
+                self._pin(model, 1 if pin else 0)
+                return model
             gate = self._gates.setdefault(target_model, threading.Lock())
         self._take(gate, target_model, deadline)
         with self._state:
             model = self._loaded.get(target_model)  # loaded while we waited at the gate
+            if model is not None:
+                self._pin(model, 1 if pin else 0)
         if model is not None:
             gate.release()
-            return model.hash
-        return self._load(target_model, gate, deadline)
+            return model
+        return self._load(target_model, gate, deadline, pin=pin)
 
     def _take(self, gate: threading.Lock, target_model: str, deadline: float) -> None:
         if not gate.acquire(timeout=max(0.0, deadline - time.monotonic())):
@@ -288,7 +308,9 @@ class ModelPlatform:
             if isinstance(self.store, S3Store):
                 archive.unlink(missing_ok=True)
 
-    def _load(self, target_model: str, gate: threading.Lock, deadline: float) -> str:
+    def _load(
+        self, target_model: str, gate: threading.Lock, deadline: float, *, pin: bool
+    ) -> LoadedModel:
         """Load with `gate` held; releases it (or hands it to a late answer's handler)."""
         started = time.perf_counter()
         name = self.hash_for(target_model)
@@ -336,8 +358,8 @@ class ModelPlatform:
             phases["triton_load_s"] = time.perf_counter() - posted
             model.phases = phases
             model.load_seconds = time.perf_counter() - started
-            self._register(model)
-            return name
+            self._register(model, pin=pin)
+            return model
         except BaseException:
             if admitted and not handed_off:
                 self._unreserve(target_model)
@@ -346,10 +368,12 @@ class ModelPlatform:
             if not handed_off:
                 gate.release()
 
-    def _register(self, model: LoadedModel) -> None:
+    def _register(self, model: LoadedModel, *, pin: bool = False) -> None:
         with self._state:
             self._loading.pop(model.target_model, None)
             self._loaded[model.target_model] = model
+            if pin:
+                self._pin(model, 1)
             self.loads[model.target_model] = self.loads.get(model.target_model, 0) + 1
             self._state.notify_all()
         log.info("loaded %s as %s in %.2fs", model.target_model, model.hash, model.load_seconds)
