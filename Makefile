@@ -62,6 +62,7 @@ bench: install models
 	$(PY) bench/package.py
 	$(PY) bench/codec.py
 	$(PY) bench/local_endpoint.py
+	$(PY) bench/soak_local_endpoint.py
 	$(PY) bench/adapter_batching.py
 	$(PY) bench/neuron_batching.py
 	$(PY) bench/lifecycle.py

@@ -232,7 +232,11 @@ def start_endpoint(store: Path, log: Path) -> tuple[subprocess.Popen[bytes], int
     port = free_port()
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "deploy", "serve", str(store), "--port", str(port)],
+            # The baseline calls tritonserver's port directly, from this process.
+            [
+                *(sys.executable, "-m", "deploy", "serve", str(store), "--port", str(port)),
+                *("--triton-clients", "user"),
+            ],
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=ROOT,

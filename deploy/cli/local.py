@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from deploy.local.connections import ConnectionLimits
 from deploy.local.state import STATE_DIR
+
+if TYPE_CHECKING:
+    from deploy.local.guard import Clients
 
 
 def register(app: typer.Typer) -> None:
@@ -60,7 +63,21 @@ def serve(
         min=0.01,
         help="Seconds a keep-alive connection may wait for its next request.",
     ),
+    max_archive_mb: int = typer.Option(
+        20 * 1024,
+        "--max-archive-mb",
+        min=1,
+        help="Refuse a model archive that extracts to more than this many MB.",
+    ),
     verbose: bool = typer.Option(False, "--verbose", help="Verbose tritonserver log."),
+    triton_clients: Annotated[
+        str,
+        typer.Option(
+            "--triton-clients",
+            help="Who may call tritonserver's loopback port: endpoint (the front end only) "
+            "or user (any process of this user, for benchmarks).",
+        ),
+    ] = "endpoint",
     auto_complete_config: bool = typer.Option(
         False,
         "--auto-complete-config",
@@ -142,6 +159,7 @@ def serve(
         max_models=max_loaded_models,
         max_bytes=max_loaded_mb * 1024 * 1024 if max_loaded_mb else None,
         max_payload=int(max_payload_mb * 1024 * 1024),
+        max_archive_bytes=max_archive_mb * 1024 * 1024,
         verbose=verbose,
         auto_complete_config=auto_complete_config,
         connection_limits=ConnectionLimits(
@@ -150,6 +168,7 @@ def serve(
             idle_timeout=idle_timeout,
             max_connections=max_connections,
         ),
+        triton_clients=_clients(triton_clients),
     )
     if mode == "single-model":
         from deploy.local.single_model import serve_single_model_forever
@@ -157,3 +176,11 @@ def serve(
         serve_single_model_forever(Path(store), options, state_dir=state_dir)
         return
     serve_forever(store, options, package_dir=package_dir, state_dir=state_dir)
+
+
+def _clients(value: str) -> Clients:
+    if value == "endpoint":
+        return "endpoint"
+    if value == "user":
+        return "user"
+    raise typer.BadParameter("use endpoint or user", param_hint="--triton-clients")

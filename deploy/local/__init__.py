@@ -2,6 +2,7 @@
 
     triton.py       where the tritonserver binary and its python backend live
     supervisor.py   starts, watches, restarts and stops tritonserver
+    guard.py        keeps tritonserver's port to the front end (builds triton_guard.c)
     archive.py      safe extraction of model archives
     store.py        reading archives from a directory or s3://, and the manifest
     adapters.py     python-backend adapters for TorchScript and ONNX models

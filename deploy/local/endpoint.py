@@ -23,6 +23,7 @@ from deploy.local import wire
 from deploy.local.archive import DEFAULT_MAX_EXTRACTED_BYTES
 from deploy.local.connections import ConnectionLimits
 from deploy.local.frontend import FrontEnd
+from deploy.local.guard import Clients
 from deploy.local.platform import ModelPlatform
 from deploy.local.store import open_store
 from deploy.local.supervisor import TritonSupervisor
@@ -46,6 +47,9 @@ class EndpointOptions:
     auto_complete_config: bool = False  # Triton's config auto-completion (slower loads)
     triton_log: Path | None = None  # None: in the work folder (removed on stop)
     connection_limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    # Who may connect to tritonserver's loopback port: this process (the front end)
+    # only, or any process of this user (benchmarks that call Triton directly).
+    triton_clients: Clients = "endpoint"
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
@@ -76,6 +80,7 @@ class LocalEndpoint:
             verbose=self.options.verbose,
             auto_complete=self.options.auto_complete_config,
             log_path=self.options.triton_log,
+            clients=self.options.triton_clients,
         )
         self.platform = ModelPlatform(
             self.store,
@@ -88,6 +93,7 @@ class LocalEndpoint:
         )
         self.supervisor.on_crash.append(self.platform.server_crashed)
         self.supervisor.on_restart.append(self.platform.server_restarted)
+        self.supervisor.on_exit.append(self.platform.close)
         self.frontend = FrontEnd(
             self.platform,
             lambda: self.supervisor.ready,

@@ -32,9 +32,11 @@ import httptools
 
 from deploy.errors import LocalEndpointError
 from deploy.local import wire
+from deploy.local.archive import DiskFullError
 from deploy.local.connections import BODY, CLOSING, HEAD, IDLE, ConnectionGuard, ConnectionLimits
 from deploy.local.json_limits import json_problem
 from deploy.local.platform import (
+    LoadedModel,
     LoadTimeoutError,
     ModelLoadError,
     ModelPlatform,
@@ -515,8 +517,10 @@ class FrontEnd:
         self.model_wait = model_wait
         self.upstream = UpstreamPool(lambda: platform.server.port, invoke_timeout)
         self.log_stream = f"file://{log_path}"
-        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="model-load")
-        self._loads: dict[str, asyncio.Future[str]] = {}
+        # Loads wait (bounded) for room and for Triton; status has its own thread.
+        self._executor = ThreadPoolExecutor(max_workers=16, thread_name_prefix="model-load")
+        self._status = ThreadPoolExecutor(max_workers=1, thread_name_prefix="status")
+        self._loads: dict[str, list[asyncio.Future[LoadedModel]]] = {}  # callers per load
         self._server: asyncio.Server | None = None
         self.guard = ConnectionGuard(limits or ConnectionLimits())
 
@@ -539,6 +543,7 @@ class FrontEnd:
         if self._server is not None:
             await self._server.wait_closed()
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self._status.shutdown(wait=False, cancel_futures=True)
 
     # -- routing -------------------------------------------------------------
     async def handle(self, request: _Request) -> Reply:
@@ -554,7 +559,7 @@ class FrontEnd:
             return (200, [], b"") if self.server_ready() else (503, [], b"")
         if path == b"/models" and request.method == b"GET":
             listing = await asyncio.get_running_loop().run_in_executor(
-                self._executor, self.platform.listing
+                self._status, self.platform.listing
             )
             listing["endpoint_name"] = self.endpoint_name
             return 200, [("Content-Type", "application/json")], json.dumps(listing).encode()
@@ -595,23 +600,30 @@ class FrontEnd:
         if isinstance(target, wire.AwsErrorReply):
             return target.encode()
         for attempt in (1, 2):
-            name = self.platform.lookup(target)
-            if name is None:
+            # Pinned for the call: eviction waits for it (see platform.py).
+            model = self.platform.acquire(target)
+            if model is None:
                 loaded = await self._load(target)
                 if isinstance(loaded, tuple):
                     return loaded
-                name = loaded
+                model = loaded
             generation = self.server_generation()
             try:
                 status, content_type, body = await self.upstream.request(
-                    f"/models/{name}/invoke", target, request.headers, request.body, request.size
+                    f"/models/{model.hash}/invoke",
+                    target,
+                    request.headers,
+                    request.body,
+                    request.size,
                 )
             except UpstreamError as exc:
                 await asyncio.sleep(_SETTLE_S)  # see forward_now
                 return self._upstream_failed(target, exc, generation)
+            finally:
+                self.platform.release(model)
             if status == 404 and attempt == 1:
-                # Triton no longer has it (evicted, or restarted): load again, once.
-                self.platform.forget(target)
+                # Triton no longer has it (restarted): load again, once.
+                self.platform.forget(target, model)
                 continue
             break
         return self._answer(target, status, content_type, body)
@@ -669,16 +681,17 @@ class FrontEnd:
             target = raw_target.decode("utf-8")
         except UnicodeDecodeError:
             return False
-        name = self.platform.lookup(target)  # only names that passed `_invoke` are loaded
-        if name is None:
+        model = self.platform.acquire(target)  # only names that passed `_invoke` are loaded
+        if model is None:
             return False
         connection = self.upstream.idle()
         if connection is None:
+            self.platform.release(model)
             return False
         generation = self.server_generation()
         future = self.upstream.send(
             connection,
-            f"/models/{name}/invoke",
+            f"/models/{model.hash}/invoke",
             target,
             request.headers,
             request.body,
@@ -688,6 +701,7 @@ class FrontEnd:
 
         def finished(future: asyncio.Future[tuple[int, bytes, bytes]]) -> None:
             timer.cancel()
+            self.platform.release(model)
             exc = future.exception()
             if exc is not None:
                 # A dead server closes its sockets a moment before it shows as exited:
@@ -716,15 +730,22 @@ class FrontEnd:
             reply = wire.internal_failure(f"the local endpoint failed: {exc}").encode()
         done(request, reply)
 
-    async def _load(self, target: str) -> str | Reply:
+    async def _load(self, target: str) -> LoadedModel | Reply:
+        """The model, loaded and pinned for this call (release it), or an error reply.
+
+        Concurrent callers share one load; each gets its own pin the moment it
+        ends, so no eviction comes between the load and their calls.
+        """
         loop = asyncio.get_running_loop()
-        future = self._loads.get(target)
-        if future is None:
-            future = loop.run_in_executor(self._executor, self.platform.ensure_loaded, target)
-            self._loads[target] = future
-            future.add_done_callback(lambda _: self._loads.pop(target, None))
+        waiters = self._loads.get(target)
+        if waiters is None:
+            waiters = self._loads[target] = []
+            future = loop.run_in_executor(self._executor, self.platform.load_and_acquire, target)
+            future.add_done_callback(lambda done: self._hand_out(target, done))
+        mine: asyncio.Future[LoadedModel] = loop.create_future()
+        waiters.append(mine)
         try:
-            return await asyncio.wait_for(asyncio.shield(future), self.model_wait)
+            return await asyncio.wait_for(mine, self.model_wait)
         except TimeoutError:
             return wire.model_not_ready(
                 f"Model {target} is still loading after {self.model_wait:g}s; retry the request."
@@ -735,10 +756,32 @@ class FrontEnd:
             return wire.model_error(
                 target, exc.status, exc.triton_message, self.log_stream, fix=exc.fix
             ).encode()
-        except (ServerNotReadyError, LoadTimeoutError) as exc:
+        except LoadTimeoutError as exc:
+            return wire.model_not_ready(str(exc)).encode()
+        except (ServerNotReadyError, DiskFullError) as exc:
             return wire.service_unavailable(str(exc)).encode()
         except LocalEndpointError as exc:
             return wire.validation_error(str(exc)).encode()
         except Exception as exc:
             log.exception("loading %s failed", target)
             return wire.internal_failure(f"loading {target} failed: {exc}").encode()
+
+    def _hand_out(self, target: str, done: asyncio.Future[LoadedModel]) -> None:
+        """A load ended: one pin (or the error) for each caller still waiting."""
+        waiting = [w for w in self._loads.pop(target, []) if not w.done()]
+        if done.cancelled():  # the executor was shut down
+            for waiter in waiting:
+                waiter.cancel()
+            return
+        error = done.exception()
+        if error is not None:
+            for waiter in waiting:
+                waiter.set_exception(error)
+            return
+        model = done.result()  # pinned once, by the platform
+        if not waiting:
+            self.platform.release(model)
+            return
+        self.platform.add_pins(model, len(waiting) - 1)
+        for waiter in waiting:
+            waiter.set_result(model)

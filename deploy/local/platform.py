@@ -1,21 +1,38 @@
 """The MME platform: what SageMaker does around Triton on a multi-model endpoint.
 
 On the first invocation of a TargetModel: fetch its archive from the store,
-verify the manifest's sha256 while extracting it safely to
-`<work>/<hash>/model/`, adapt models this Triton cannot run natively, evict
-least-recently-used models when a count or byte budget would be exceeded,
-then `POST /models` to Triton's SageMaker frontend. Concurrent first
-invocations of one TargetModel load it once. A load answered 507 (Triton's
-out-of-memory signal) unloads the LRU model and is retried once.
+verify the manifest's sha256 and extract it safely to `<work>/<hash>/model/`,
+adapt models this Triton cannot run natively, make room within the count and
+byte budgets by unloading least-recently-used models, then `POST /models` to
+Triton's SageMaker frontend. A load answered 507 (Triton's out-of-memory
+signal) unloads the LRU model and is retried once.
 
-The platform is synchronous and thread-safe; the asyncio front end asks
-`lookup()` on its hot path (a dict hit) and runs `ensure_loaded()` in a
-worker thread only on a miss.
+The front end calls from many threads; these rules keep it race-free:
+
+- One lock per TargetModel (its gate) serializes whatever changes that
+  model's folder or its state in Triton: extract + load, unload + delete.
+  Concurrent first invocations load once, and a model is never loaded while
+  its folder is being deleted.
+- The budget counts models loaded, loading and unloading. A load reserves
+  its place before `POST /models`, in arrival order, so concurrent first
+  loads never exceed `max_models` / `max_bytes`.
+- A call pins its model (`acquire` / `release`). Eviction takes unpinned
+  models first; otherwise it drains one (no new pins, calls in flight
+  finish) instead of unloading it under a running call. A model nobody has
+  called since its load is spared for a moment, so its callers get to it.
+- Every wait is bounded by the caller's deadline (`load_timeout`): a gate
+  held too long, no room in time, Triton slow to load or unload are a
+  `LoadTimeoutError` for that call. Requests to Triton run on the platform's
+  own small pool, whose worker finishes a late answer (registers the model,
+  or deletes it) and only then releases the gate and the reserved budget.
+  `listing()` waits for none of this.
+
+Invocations go straight from the front end to Triton; the platform only
+says which name a TargetModel has (a dict lookup under a short lock).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import http.client
 import json
@@ -24,8 +41,10 @@ import re
 import shutil
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeoutError
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -36,6 +55,9 @@ from deploy.local.archive import DEFAULT_MAX_EXTRACTED_BYTES, extract_archive
 from deploy.local.store import DirectoryStore, S3Store, check_target_model
 
 log = logging.getLogger(__name__)
+
+FRESH_S = 2.0  # a model nobody has called since its load is not evicted this long
+_RECHECK_S = 0.25  # loads waiting for room look again this often
 
 
 class ModelLoadError(LocalEndpointError):
@@ -79,7 +101,7 @@ class ServerNotReadyError(LocalEndpointError):
 
 
 class LoadTimeoutError(LocalEndpointError):
-    """A model is still loading after the caller's wait budget."""
+    """A load or unload did not finish within the caller's wait (it may go on)."""
 
 
 @dataclass
@@ -93,6 +115,10 @@ class LoadedModel:
     last_used: float = field(default_factory=time.time)
     adapted: dict[str, str] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)  # fetch_s, extract_s, triton_load_s
+    pins: int = 0  # calls in flight (acquire/release)
+    draining: bool = False  # chosen for eviction: takes no new calls
+    fresh: bool = True  # not called since it was loaded
+    registered: float = field(default_factory=time.monotonic)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -103,6 +129,7 @@ class LoadedModel:
             "loaded_at": self.loaded_at,
             "last_used": self.last_used,
             "adapted": self.adapted,
+            "calls_in_flight": self.pins,
             **{key: round(value, 3) for key, value in self.phases.items()},
         }
 
@@ -125,7 +152,8 @@ class ModelPlatform:
         max_models: int | None = None,
         max_bytes: int | None = None,
         max_archive_bytes: int = DEFAULT_MAX_EXTRACTED_BYTES,
-        load_timeout: float = 600.0,
+        load_timeout: float = 120.0,
+        triton_timeout: float = 600.0,
         cuda_devices: int | None = None,
         auto_complete: bool = False,
     ) -> None:
@@ -135,15 +163,22 @@ class ModelPlatform:
         self.max_models = max_models
         self.max_bytes = max_bytes
         self.max_archive_bytes = max_archive_bytes
-        self.load_timeout = load_timeout
+        self.load_timeout = load_timeout  # one caller's wait for a load or an unload
+        self.triton_timeout = triton_timeout  # a request to Triton on the platform's pool
         self.cuda_devices = cuda_devices
         self.auto_complete = auto_complete
         self.loads: dict[str, int] = {}  # TargetModel -> times loaded (for status and tests)
         self.evictions = 0
         self._loaded: OrderedDict[str, LoadedModel] = OrderedDict()  # LRU order, oldest first
-        self._lock = threading.Lock()
-        self._loading: dict[str, threading.Lock] = {}
+        self._state = threading.Condition()  # guards everything below; held only briefly
+        self._gates: dict[str, threading.Lock] = {}  # per TargetModel: load, unload, delete
+        self._loading: dict[str, int] = {}  # admitted loads: TargetModel -> bytes
+        self._unloading: dict[str, int] = {}  # unloads under way: TargetModel -> bytes
+        self._queue: deque[str] = deque()  # loads waiting for room, first come first served
         self._pending_reload: list[str] = []
+        # Requests to Triton run here, so a caller can stop waiting while the answer
+        # is still handled (a late load is registered, a late unload finished).
+        self._triton = ThreadPoolExecutor(max_workers=8, thread_name_prefix="triton-admin")
         self.on_load: list[Callable[[LoadedModel], None]] = []
 
     # -- hot path -------------------------------------------------------------
@@ -151,30 +186,80 @@ class ModelPlatform:
     def hash_for(target_model: str) -> str:
         return hashlib.sha256(target_model.encode()).hexdigest()[:32]
 
-    def lookup(self, target_model: str) -> str | None:
-        """The Triton name of a loaded TargetModel (marks it used), else None."""
-        with self._lock:
+    def acquire(self, target_model: str) -> LoadedModel | None:
+        """Pin a loaded TargetModel for one call (marks it used); None if not loaded.
+
+        A pinned model is not unloaded until `release`; one being drained for
+        eviction takes no new pins (its callers load it again).
+        """
+        with self._state:
             model = self._loaded.get(target_model)
-            if model is None:
+            if model is None or model.draining:
                 return None
-            self._loaded.move_to_end(target_model)
-            model.last_used = time.time()
-            return model.hash
+            self._pin(model, 1)
+            return model
+
+    def _pin(self, model: LoadedModel, count: int) -> None:
+        """Call with `_state` held."""
+        if model.target_model in self._loaded:
+            self._loaded.move_to_end(model.target_model)
+        model.pins += count
+        model.last_used = time.time()
+        if count and model.fresh:
+            model.fresh = False
+            self._state.notify_all()  # an unload may wait for this first call
+
+    def add_pins(self, model: LoadedModel, count: int) -> None:
+        """More pins on a model already pinned (one per caller that waited for its load)."""
+        with self._state:
+            self._pin(model, count)
+
+    def release(self, model: LoadedModel) -> None:
+        with self._state:
+            model.pins -= 1
+            if model.pins == 0 and (model.draining or self._queue):
+                self._state.notify_all()
 
     # -- loading -----------------------------------------------------------------
-    def ensure_loaded(self, target_model: str) -> str:
-        """Load `target_model` unless it is loaded; returns its Triton name."""
+    def ensure_loaded(self, target_model: str, timeout: float | None = None) -> str:
+        """Load `target_model` unless it is loaded; returns its Triton name.
+
+        Waits at most `timeout` (default `load_timeout`) seconds, then raises
+        `LoadTimeoutError`; a load Triton is still busy with goes on.
+        """
+        return self._ensure(target_model, timeout, pin=False).hash
+
+    def load_and_acquire(self, target_model: str, timeout: float | None = None) -> LoadedModel:
+        """`ensure_loaded`, returning the model pinned (as `acquire` does) from the moment
+        it is registered, so no eviction can come between its load and its first call."""
+        return self._ensure(target_model, timeout, pin=True)
+
+    def _ensure(self, target_model: str, timeout: float | None, *, pin: bool) -> LoadedModel:
         check_target_model(target_model)
-        with self._lock:
-            if target_model in self._loaded:
-                self._loaded.move_to_end(target_model)
-                return self._loaded[target_model].hash
-            gate = self._loading.setdefault(target_model, threading.Lock())
-        with gate:  # concurrent first invocations queue here; one of them loads
-            name = self.lookup(target_model)
-            if name is not None:
-                return name
-            return self._load(target_model)
+        deadline = time.monotonic() + (self.load_timeout if timeout is None else timeout)
+        with self._state:
+            model = self._loaded.get(target_model)
+            if model is not None and not model.draining:
+                self._pin(model, 1 if pin else 0)
+                return model
+            gate = self._gates.setdefault(target_model, threading.Lock())
+        self._take(gate, target_model, deadline)
+        with self._state:
+            model = self._loaded.get(target_model)  # loaded while we waited at the gate
+            if model is not None:
+                self._pin(model, 1 if pin else 0)
+        if model is not None:
+            gate.release()
+            return model
+        return self._load(target_model, gate, deadline, pin=pin)
+
+    def _take(self, gate: threading.Lock, target_model: str, deadline: float) -> None:
+        if not gate.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise LoadTimeoutError(
+                "it is still being loaded or unloaded by an earlier request",
+                where=f"TargetModel {target_model}",
+                fix="retry the request shortly",
+            )
 
     def _expected_sha(self, target_model: str) -> str | None:
         # Read on every cold load: `deploy up --local` publishes new manifests live.
@@ -185,34 +270,20 @@ class ModelPlatform:
                 return str(sha) if sha else None
         return None
 
-    def _load(self, target_model: str) -> str:
+    def _extract(self, target_model: str, folder: Path, phases: dict[str, float]) -> None:
         started = time.perf_counter()
-        name = self.hash_for(target_model)
-        folder = self.work_dir / name
         model_dir = folder / "model"
-        if not self.server.wait_ready(30.0):
-            raise ServerNotReadyError(
-                "tritonserver is not running", where="local endpoint", fix="retry shortly"
+        shutil.rmtree(folder, ignore_errors=True)
+        archive = self.store.fetch(target_model, self.work_dir / ".downloads")
+        phases["fetch_s"] = time.perf_counter() - started
+        try:
+            extract_archive(
+                archive,
+                model_dir,
+                expected_sha256=self._expected_sha(target_model),
+                max_bytes=self.max_archive_bytes,
+                name=f"TargetModel {target_model}",
             )
-        phases: dict[str, float] = {}
-        if not model_dir.is_dir():
-            shutil.rmtree(folder, ignore_errors=True)
-            archive = self.store.fetch(target_model, self.work_dir / ".downloads")
-            phases["fetch_s"] = time.perf_counter() - started
-            try:
-                extract_archive(
-                    archive,
-                    model_dir,
-                    expected_sha256=self._expected_sha(target_model),
-                    max_bytes=self.max_archive_bytes,
-                    name=f"TargetModel {target_model}",
-                )
-            except BaseException:
-                shutil.rmtree(folder, ignore_errors=True)
-                raise
-            finally:
-                if isinstance(self.store, S3Store):
-                    archive.unlink(missing_ok=True)
             phases["extract_s"] = time.perf_counter() - started - phases["fetch_s"]
             try:
                 report = adapt_folder(
@@ -220,7 +291,6 @@ class ModelPlatform:
                 )
             except LocalEndpointError as exc:
                 # A model this endpoint cannot serve fails to load, as Triton would fail it.
-                shutil.rmtree(folder, ignore_errors=True)
                 where = f"{exc.where}: " if exc.where else ""
                 error = ModelLoadError(
                     target_model,
@@ -230,47 +300,295 @@ class ModelPlatform:
                 )
                 log.error("%s", error)
                 raise error from exc
-            except BaseException:
-                shutil.rmtree(folder, ignore_errors=True)
-                raise
             (folder / "adapted.json").write_text(json.dumps(report.adapted))
-        adapted = json.loads((folder / "adapted.json").read_text())
-        size = sum(p.stat().st_size for p in model_dir.rglob("*") if p.is_file())
-        self._make_room(size, keep=target_model)
-        posted = time.perf_counter()
-        status, body = self._post_load(target_model, name, model_dir)
-        if status == 507:
-            log.warning("tritonserver is out of memory loading %s; evicting and retrying", name)
-            self._evict_one(keep=target_model)
-            status, body = self._post_load(target_model, name, model_dir)
-        if status not in (200, 409):  # 409: already loaded (a reload after a race)
+        except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
-            error = ModelLoadError(target_model, status, body)
-            log.error("%s", error)
-            raise error
-        phases["triton_load_s"] = time.perf_counter() - posted
-        model = LoadedModel(
-            target_model,
-            name,
-            model_dir,
-            size,
-            time.perf_counter() - started,
-            adapted=adapted,
-            phases=phases,
-        )
-        with self._lock:
-            self._loaded[target_model] = model
-            self.loads[target_model] = self.loads.get(target_model, 0) + 1
-        log.info("loaded %s as %s in %.2fs", target_model, name, model.load_seconds)
+            raise
+        finally:
+            if isinstance(self.store, S3Store):
+                archive.unlink(missing_ok=True)
+
+    def _load(
+        self, target_model: str, gate: threading.Lock, deadline: float, *, pin: bool
+    ) -> LoadedModel:
+        """Load with `gate` held; releases it (or hands it to a late answer's handler)."""
+        started = time.perf_counter()
+        name = self.hash_for(target_model)
+        folder = self.work_dir / name
+        model_dir = folder / "model"
+        handed_off = False
+        admitted = False
+        try:
+            if not self.server.wait_ready(max(0.0, min(30.0, deadline - time.monotonic()))):
+                raise ServerNotReadyError(
+                    "tritonserver is not running", where="local endpoint", fix="retry shortly"
+                )
+            phases: dict[str, float] = {}
+            if not model_dir.is_dir():
+                self._extract(target_model, folder, phases)
+            adapted = json.loads((folder / "adapted.json").read_text())
+            size = sum(p.stat().st_size for p in model_dir.rglob("*") if p.is_file())
+            self._admit(target_model, size, deadline)
+            admitted = True
+            model = LoadedModel(target_model, name, model_dir, size, 0.0, adapted=adapted)
+            posted = time.perf_counter()
+            request = json.dumps({"model_name": name, "url": str(model_dir)}).encode()
+            future = self._submit("POST", "/models", target_model, request)
+            answer = self._answer(future, deadline)
+            if answer is not None and answer[0] == 507:
+                log.warning("tritonserver is out of memory loading %s; evicting and retrying", name)
+                self._evict_one(keep=target_model, deadline=deadline)
+                future = self._submit("POST", "/models", target_model, request)
+                answer = self._answer(future, deadline)
+            if answer is None:
+                handed_off = True
+                future.add_done_callback(lambda done: self._late_load(done, model, gate))
+                raise LoadTimeoutError(
+                    f"tritonserver is still loading it after "
+                    f"{time.perf_counter() - started:.0f}s; the load goes on",
+                    where=f"TargetModel {target_model}",
+                    fix="retry the request shortly",
+                )
+            status, message = answer
+            if status not in (200, 409):  # 409: already loaded (a reload after a race)
+                shutil.rmtree(folder, ignore_errors=True)
+                error = ModelLoadError(target_model, status, message)
+                log.error("%s", error)
+                raise error
+            phases["triton_load_s"] = time.perf_counter() - posted
+            model.phases = phases
+            model.load_seconds = time.perf_counter() - started
+            self._register(model, pin=pin)
+            return model
+        except BaseException:
+            if admitted and not handed_off:
+                self._unreserve(target_model)
+            raise
+        finally:
+            if not handed_off:
+                gate.release()
+
+    def _register(self, model: LoadedModel, *, pin: bool = False) -> None:
+        with self._state:
+            self._loading.pop(model.target_model, None)
+            self._loaded[model.target_model] = model
+            if pin:
+                self._pin(model, 1)
+            self.loads[model.target_model] = self.loads.get(model.target_model, 0) + 1
+            self._state.notify_all()
+        log.info("loaded %s as %s in %.2fs", model.target_model, model.hash, model.load_seconds)
         for callback in self.on_load:
             callback(model)
-        return name
+
+    def _unreserve(self, target_model: str) -> None:
+        with self._state:
+            self._loading.pop(target_model, None)
+            self._state.notify_all()
+
+    def _late_load(
+        self, done: Future[tuple[int, str]], model: LoadedModel, gate: threading.Lock
+    ) -> None:
+        """Triton answered a load its caller stopped waiting for: finish it either way."""
+        try:
+            status, message = done.result()
+        except Exception as exc:  # the server died meanwhile
+            status, message = 0, str(exc)
+        try:
+            if status in (200, 409):
+                model.load_seconds = time.time() - model.loaded_at
+                model.loaded_at = model.last_used = time.time()
+                self._register(model)
+            else:
+                log.error("late load of %s failed (%s): %s", model.target_model, status, message)
+                shutil.rmtree(model.path.parent, ignore_errors=True)
+                self._unreserve(model.target_model)
+        finally:
+            gate.release()
+
+    # -- the budget ----------------------------------------------------------
+    def _fits(self, incoming_bytes: int) -> bool:
+        count = len(self._loaded) + len(self._loading) + len(self._unloading)
+        if count == 0:
+            return True  # alone it must be tried, however big
+        total = (
+            sum(m.bytes for m in self._loaded.values())
+            + sum(self._loading.values())
+            + sum(self._unloading.values())
+        )
+        if self.max_models is not None and count + 1 > self.max_models:
+            return False
+        return self.max_bytes is None or total + incoming_bytes <= self.max_bytes
+
+    def _admit(self, target_model: str, size: int, deadline: float) -> None:
+        """Reserve room for a load, in arrival order, evicting LRU models as needed."""
+        with self._state:
+            self._queue.append(target_model)
+            try:
+                while True:
+                    if self._queue[0] == target_model:
+                        if self._fits(size):
+                            self._loading[target_model] = size
+                            return
+                        victim = self._pick_victim(keep=target_model)
+                        if victim is not None:
+                            self._state.release()
+                            try:
+                                self._evict(victim, deadline)
+                            finally:
+                                self._state.acquire()
+                            self.evictions += 1
+                            continue
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise LoadTimeoutError(
+                            f"no room for it in time: {len(self._loaded)} models loaded, "
+                            f"{len(self._loading)} loading, {len(self._unloading)} unloading, "
+                            f"{len(self._queue) - 1} other loads waiting (--max-loaded-models "
+                            f"{self.max_models}, --max-loaded-mb budget "
+                            f"{self.max_bytes and self.max_bytes // 2**20})",
+                            where=f"TargetModel {target_model}",
+                            fix="retry the request; raise the limits if this persists",
+                        )
+                    # Re-checked now and then: a model just loaded becomes evictable.
+                    self._state.wait(min(remaining, _RECHECK_S))
+            finally:
+                self._queue.remove(target_model)
+                self._state.notify_all()
+
+    def _pick_victim(self, *, keep: str) -> LoadedModel | None:
+        """The least recently used evictable model, its gate taken and marked draining.
+
+        Models with no call in flight come first; a model nobody has called since
+        it was loaded is spared for FRESH_S. Call with `_state` held.
+        """
+        now = time.monotonic()
+        candidates = [
+            model
+            for target, model in self._loaded.items()
+            if target != keep
+            and not model.draining
+            and not (model.fresh and now - model.registered < FRESH_S)
+        ]
+        for model in sorted(candidates, key=lambda m: m.pins > 0):  # stable: LRU within
+            gate = self._gates.setdefault(model.target_model, threading.Lock())
+            if gate.acquire(blocking=False):  # busy: being loaded or unloaded by someone
+                model.draining = True
+                return model
+        return None
+
+    def _evict_one(self, *, keep: str, deadline: float) -> bool:
+        with self._state:
+            victim = self._pick_victim(keep=keep)
+        if victim is None:
+            return False
+        self._evict(victim, deadline)
+        with self._state:
+            self.evictions += 1
+        return True
+
+    def _evict(self, model: LoadedModel, deadline: float) -> None:
+        """Unload a draining model whose gate is held: wait for its calls, DELETE, delete
+        its folder. Releases the gate (or hands it to a late answer's handler)."""
+        target = model.target_model
+        gate = self._gates[target]
+        handed_off = False
+        try:
+            with self._state:
+                while model.pins > 0:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        model.draining = False
+                        self._state.notify_all()
+                        raise LoadTimeoutError(
+                            f"calls to {target} did not finish in time to unload it",
+                            where=f"TargetModel {target}",
+                            fix="retry the request shortly",
+                        )
+                    self._state.wait(remaining)
+                if self._loaded.get(target) is model:
+                    del self._loaded[target]
+                self._unloading[target] = model.bytes
+            log.info("unloading %s", target)
+            future = self._submit("DELETE", f"/models/{model.hash}", target)
+            try:
+                answer = self._answer(future, deadline)
+            except ServerNotReadyError:
+                answer = (0, "")  # a dead server holds nothing
+            if answer is None:
+                handed_off = True
+                future.add_done_callback(lambda _: self._unloaded(model, gate))
+                raise LoadTimeoutError(
+                    f"tritonserver did not finish unloading {target} in time; it goes on",
+                    where=f"TargetModel {target}",
+                    fix="retry the request shortly",
+                )
+            self._unloaded(model, None)
+        finally:
+            if not handed_off:
+                gate.release()
+
+    def _unloaded(self, model: LoadedModel, gate: threading.Lock | None) -> None:
+        try:
+            shutil.rmtree(model.path.parent, ignore_errors=True)
+            with self._state:
+                self._unloading.pop(model.target_model, None)
+                self._state.notify_all()
+        finally:
+            if gate is not None:
+                gate.release()
+
+    def unload(self, target_model: str) -> bool:
+        """Unload a model from Triton and delete its extracted folder.
+
+        Waits (within `load_timeout`) for the calls in flight and, for a model just
+        loaded, for its first call: the callers that asked for it get their answer.
+        """
+        deadline = time.monotonic() + self.load_timeout
+        with self._state:
+            gate = self._gates.setdefault(target_model, threading.Lock())
+        self._take(gate, target_model, deadline)
+        with self._state:
+            model = self._loaded.get(target_model)
+            while model is not None and model.fresh:
+                spared = model.registered + FRESH_S - time.monotonic()
+                if spared <= 0 or deadline <= time.monotonic():
+                    break
+                self._state.wait(min(spared, deadline - time.monotonic()))
+            if model is not None:
+                model.draining = True
+        if model is None:
+            gate.release()
+            return False
+        self._evict(model, deadline)
+        return True
+
+    def forget(self, target_model: str, model: LoadedModel | None = None) -> None:
+        """Drop a model Triton no longer has (it answered 404); keep its files."""
+        with self._state:
+            current = self._loaded.get(target_model)
+            if current is not None and not current.draining and model in (None, current):
+                del self._loaded[target_model]
+                self._state.notify_all()
+
+    # -- requests to Triton ----------------------------------------------------
+    def _submit(
+        self, method: str, path: str, target_model: str, body: bytes | None = None
+    ) -> Future[tuple[int, str]]:
+        return self._triton.submit(self._request, method, path, target_model, body)
+
+    @staticmethod
+    def _answer(future: Future[tuple[int, str]], deadline: float) -> tuple[int, str] | None:
+        """The future's answer, or None when it does not come before `deadline`."""
+        try:
+            return future.result(timeout=max(0.0, deadline - time.monotonic()))
+        except FutureTimeoutError:
+            return None
 
     def _request(
         self, method: str, path: str, target_model: str, body: bytes | None = None
     ) -> tuple[int, str]:
         connection = http.client.HTTPConnection(
-            "127.0.0.1", self.server.port, timeout=self.load_timeout
+            "127.0.0.1", self.server.port, timeout=self.triton_timeout
         )
         headers = {"X-Amzn-SageMaker-Target-Model": target_model}
         if body is not None:
@@ -293,56 +611,16 @@ class ModelPlatform:
             message = text
         return response.status, str(message)
 
-    def _post_load(self, target_model: str, name: str, model_dir: Path) -> tuple[int, str]:
-        body = json.dumps({"model_name": name, "url": str(model_dir)}).encode()
-        return self._request("POST", "/models", target_model, body)
-
-    # -- eviction ------------------------------------------------------------
-    def _make_room(self, incoming_bytes: int, *, keep: str) -> None:
-        while True:
-            with self._lock:
-                count = len(self._loaded)
-                total = sum(m.bytes for m in self._loaded.values())
-            over_count = self.max_models is not None and count + 1 > self.max_models
-            over_bytes = self.max_bytes is not None and total + incoming_bytes > self.max_bytes
-            if not (over_count or over_bytes) or not self._evict_one(keep=keep):
-                return
-
-    def _evict_one(self, *, keep: str) -> bool:
-        with self._lock:
-            victim = next((tm for tm in self._loaded if tm != keep), None)
-        if victim is None:
-            return False
-        log.info("evicting least-recently-used model %s", victim)
-        self.unload(victim)
-        self.evictions += 1
-        return True
-
-    def unload(self, target_model: str) -> bool:
-        """Unload a model from Triton and delete its extracted folder."""
-        with self._lock:
-            model = self._loaded.pop(target_model, None)
-        if model is None:
-            return False
-        with contextlib.suppress(ServerNotReadyError):  # a dead server holds nothing
-            self._request("DELETE", f"/models/{model.hash}", target_model)
-        shutil.rmtree(model.path.parent, ignore_errors=True)
-        return True
-
-    def forget(self, target_model: str) -> None:
-        """Drop a model Triton no longer has (it answered 404); keep its files."""
-        with self._lock:
-            self._loaded.pop(target_model, None)
-
     # -- supervisor callbacks -------------------------------------------------
     def server_crashed(self) -> None:
-        with self._lock:
+        with self._state:
             self._pending_reload = list(self._loaded)
             self._loaded.clear()
+            self._state.notify_all()
 
     def server_restarted(self) -> None:
         """Reload what was loaded before the crash (files are still extracted)."""
-        with self._lock:
+        with self._state:
             pending, self._pending_reload = self._pending_reload, []
         for target_model in pending:
             try:
@@ -352,8 +630,11 @@ class ModelPlatform:
 
     # -- status ----------------------------------------------------------------
     def listing(self) -> dict[str, Any]:
-        with self._lock:
+        """Loaded and available models; waits on no load (only the short state lock)."""
+        with self._state:
             loaded = [m.describe() for m in reversed(self._loaded.values())]
+            loading = sorted(self._loading)
+            unloading = sorted(self._unloading)
         manifest = self.store.manifest() or {"models": {}}
         available = sorted(
             e["target_model"] for e in manifest["models"].values() if "target_model" in e
@@ -362,14 +643,22 @@ class ModelPlatform:
             "store": self.store.location,
             "triton_port": self.server.port,
             "loaded": loaded,
+            "loading": loading,
+            "unloading": unloading,
             "available": available,
             "evictions": self.evictions,
+            "loads_total": sum(self.loads.values()),
             "max_models": self.max_models,
             "max_bytes": self.max_bytes,
         }
 
+    def close(self) -> None:
+        """Stop the pool of requests to Triton (at shutdown; Triton is stopping too)."""
+        self._triton.shutdown(wait=False, cancel_futures=True)
+
     def clear(self) -> None:
         """Forget every model and delete the extracted folders (at shutdown)."""
-        with self._lock:
+        with self._state:
             self._loaded.clear()
+        self.close()
         shutil.rmtree(self.work_dir, ignore_errors=True)

@@ -200,9 +200,10 @@ def serve_until_signal(
             ready.set()
         while not stop.wait(0.5):
             supervisor = endpoint.supervisor
-            if not supervisor.ready and supervisor.restarts >= supervisor.max_restarts:
+            if supervisor.gave_up:
                 raise LocalEndpointError(
-                    "tritonserver keeps crashing; the endpoint stops",
+                    f"tritonserver crashed more than {supervisor.max_restarts} times within "
+                    f"{supervisor.restart_window:g}s; the endpoint stops",
                     where=str(supervisor.log_path),
                     fix="read the log named here",
                 )

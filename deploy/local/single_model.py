@@ -164,6 +164,7 @@ class SingleModelEndpoint(LocalEndpoint):
             port=self.options.triton_port,
             verbose=self.options.verbose,
             log_path=self.options.triton_log,
+            clients=self.options.triton_clients,
         )
         self.models = _Models(self.supervisor, self.manifest)
         self.frontend = SingleModelFrontEnd(

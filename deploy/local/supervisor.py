@@ -5,7 +5,15 @@ the child dies with its parent (PR_SET_PDEATHSIG), stop is SIGINT, then
 SIGKILL after a timeout, logs go to a file, readiness is `GET /ping` on the
 SageMaker port. A crash (any exit not asked for) restarts the server on the
 same port and then runs the `on_restart` callbacks, which reload the models
-that were loaded. Exit callbacks run once, when the supervisor stops for good.
+that were loaded. The restart budget is a rate: more than `max_restarts`
+crashes within `restart_window` seconds and the supervisor gives up (a
+server that crashes now and then keeps being restarted). Exit callbacks run
+once, when the supervisor stops for good.
+
+The SageMaker port listens on 127.0.0.1 and admits only this process (see
+`guard.py`). Each server process gets its own prefix for the python
+backend's shared-memory regions, and the regions of a server that exited are
+removed: a crashed Triton never removes them itself, and they fill /dev/shm.
 """
 
 from __future__ import annotations
@@ -20,15 +28,22 @@ import socket
 import subprocess
 import threading
 import time
+import uuid
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
 from deploy.errors import LocalEndpointError
+from deploy.local.guard import Clients, guard_environment
 from deploy.local.triton import TritonInstall, find_triton, prepare_backends, triton_environment
 
 log = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1
+SHM_DIR = Path("/dev/shm")
+# The python backend's default prefix; ours add a per-process token after it, so
+# `rm /dev/shm/triton_python_backend_shm_region_*` still matches them.
+SHM_PREFIX = "triton_python_backend_shm_region_"
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -58,6 +73,17 @@ def _reap_group(pgid: int) -> None:
     """SIGKILL what is left of a finished tritonserver's process group (its stubs)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+def remove_shm_regions(prefix: str) -> list[str]:
+    """Delete /dev/shm files whose names start with `prefix`; returns their names."""
+    removed = []
+    with contextlib.suppress(OSError):
+        for path in SHM_DIR.glob(f"{prefix}*"):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+                removed.append(path.name)
+    return removed
 
 
 def ping(port: int, timeout: float = 1.0) -> bool:
@@ -91,18 +117,22 @@ class TritonSupervisor:
         startup_timeout: float = 60.0,
         stop_timeout: float = 10.0,
         max_restarts: int = 5,
+        restart_window: float = 60.0,
         verbose: bool = False,
         install: TritonInstall | None = None,
         environment: dict[str, str] | None = None,
         auto_complete: bool = False,
         log_path: Path | None = None,
+        clients: Clients = "endpoint",
     ) -> None:
         self.workdir = workdir
         self.port = port or free_port()
         self.log_path = log_path or workdir / "tritonserver.log"
         self.startup_timeout = startup_timeout
         self.stop_timeout = stop_timeout
-        self.max_restarts = max_restarts
+        self.max_restarts = max_restarts  # per restart_window seconds
+        self.restart_window = restart_window
+        self.clients = clients
         self.verbose = verbose
         # Off by default: the python backend's auto-complete pass starts an extra stub
         # per load (~1.2 s of a ~1.4 s load here). Models that need it are refused by
@@ -110,6 +140,9 @@ class TritonSupervisor:
         self.auto_complete = auto_complete
         self.restarts = 0
         self.crashes = 0  # unexpected exits seen (the front end compares it per call)
+        self.gave_up = False  # crashed more than max_restarts times in restart_window
+        self._crash_times: deque[float] = deque()
+        self.shm_prefix = ""  # the running server's shared-memory region prefix
         self.on_crash: list[Callable[[], None]] = []
         self.on_restart: list[Callable[[], None]] = []
         self.on_exit: list[Callable[[], None]] = []
@@ -175,6 +208,7 @@ class TritonSupervisor:
                 process.wait()
         if process is not None:
             _reap_group(process.pid)
+            remove_shm_regions(self.shm_prefix)
         if self._watcher is not None and self._watcher is not threading.current_thread():
             self._watcher.join(self.stop_timeout)
         self._run_exit_callbacks()
@@ -205,13 +239,17 @@ class TritonSupervisor:
             # SageMaker's own defaults for the python backend's shared memory.
             "--backend-config=python,shm-default-byte-size=16777216",
             "--backend-config=python,shm-growth-byte-size=1048576",
+            f"--backend-config=python,shm-region-prefix-name={self.shm_prefix}",
             f"--log-verbose={1 if self.verbose else 0}",
         ]
 
     def _spawn(self) -> None:
         install = self._install or find_triton()
         self._install = install
+        self.shm_prefix = f"{SHM_PREFIX}deploy{uuid.uuid4().hex[:12]}_"
         command = self._command(install)
+        environment = triton_environment(install, self.environment)
+        environment.update(guard_environment(self.port, clients=self.clients, base=environment))
         log_file = self.log_path.open("ab")
         try:
             process = subprocess.Popen(
@@ -219,7 +257,7 @@ class TritonSupervisor:
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
-                env=triton_environment(install, self.environment),
+                env=environment,
                 # The stub's sys.path starts with this folder (numpy<2, see triton.py).
                 cwd=install.stub_site,
                 preexec_fn=_die_with_parent,  # prctl must run in the child
@@ -263,6 +301,14 @@ class TritonSupervisor:
             fix="read the log named here",
         )
 
+    def _over_budget(self) -> bool:
+        """Record a crash; True when more than max_restarts fell within restart_window."""
+        now = time.monotonic()
+        self._crash_times.append(now)
+        while self._crash_times and self._crash_times[0] < now - self.restart_window:
+            self._crash_times.popleft()
+        return len(self._crash_times) > self.max_restarts
+
     def _watch(self) -> None:
         while not self._stopping.is_set():
             process = self._process
@@ -272,12 +318,22 @@ class TritonSupervisor:
                 self.crashes += 1
             self._ready.clear()
             _reap_group(process.pid)
+            removed = remove_shm_regions(self.shm_prefix)
             if self._stopping.is_set():
                 break
-            log.error("tritonserver exited unexpectedly with code %s", code)
+            log.error(
+                "tritonserver exited unexpectedly with code %s (%d shared-memory regions removed)",
+                code,
+                len(removed),
+            )
             self._call(self.on_crash)
-            if self.restarts >= self.max_restarts:
-                log.error("tritonserver crashed %s times; giving up", self.restarts)
+            if self._over_budget():
+                self.gave_up = True
+                log.error(
+                    "tritonserver crashed %d times within %gs; giving up",
+                    len(self._crash_times),
+                    self.restart_window,
+                )
                 break
             self.restarts += 1
             try:

@@ -35,10 +35,14 @@ ADDSUB_MODEL = textwrap.dedent(
 
     DELAY = {delay}
     EXECUTE_DELAY = {execute_delay}
+    FINALIZE_DELAY = {finalize_delay}
 
     class TritonPythonModel:
         def initialize(self, args):
             time.sleep(DELAY)
+
+        def finalize(self):
+            time.sleep(FINALIZE_DELAY)
 
         def execute(self, requests):
             time.sleep(EXECUTE_DELAY)
@@ -70,9 +74,14 @@ def write_archive(path: Path, files: dict[str, bytes]) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def addsub_files(name: str, *, delay: float = 0.0, execute_delay: float = 0.0) -> dict[str, bytes]:
-    """An add/sub python model; `delay` slows its load, `execute_delay` each call."""
-    model = ADDSUB_MODEL.format(delay=delay, execute_delay=execute_delay)
+def addsub_files(
+    name: str, *, delay: float = 0.0, execute_delay: float = 0.0, finalize_delay: float = 0.0
+) -> dict[str, bytes]:
+    """An add/sub python model; `delay` slows its load, `execute_delay` each call,
+    `finalize_delay` its unload."""
+    model = ADDSUB_MODEL.format(
+        delay=delay, execute_delay=execute_delay, finalize_delay=finalize_delay
+    )
     return {
         f"{name}/config.pbtxt": ADDSUB_CONFIG.format(name=name).encode(),
         f"{name}/1/model.py": model.encode(),
