@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import time
+import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from deploy.errors import RepositoryError
+from deploy.local.triton import find_triton
 from deploy.repository import LoadProblem, completed_config, config_json, load_model, parse_config
+from deploy.repository.sandbox import triton_python_backend_utils as standin
 from deploy.repository.sandbox.triton_python_backend_utils import ModelConfig
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "repos" / "python_backend_examples"
@@ -238,3 +243,177 @@ def test_stand_in_model_config_follows_the_python_backend() -> None:
         config.set_model_transaction_policy({"stream": True})
     assert config.as_dict()["dynamic_batching"] == {}
     assert config.as_dict()["max_batch_size"] == 4
+
+
+# -- the stand-in triton_python_backend_utils beside the python backend's own ----------
+
+# What the python backend's stub adds to that module before auto_complete_config runs
+# (python_backend src/pb_stub.cc, Stub::StubSetup and Stub::AutoCompleteModelConfig).
+_ADDED_BY_THE_STUB = (
+    "TritonError",
+    "TritonModelException",
+    "Tensor",
+    "InferenceRequest",
+    "InferenceResponse",
+    "Logger",
+    "PreferredMemory",
+    "TRITONSERVER_MEMORY_GPU",
+    "TRITONSERVER_MEMORY_CPU",
+    "MetricFamily",
+    "load_model",
+    "unload_model",
+    "is_model_ready",
+    "get_model_dir",
+)
+
+
+@pytest.fixture(scope="module")
+def real_utils() -> types.ModuleType:
+    """The python backend's module as the wheel ships it (plain Python: numpy, json, struct)."""
+    path = find_triton().python_backend / "triton_python_backend_utils.py"
+    spec = importlib.util.spec_from_file_location("real_triton_python_backend_utils", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_stand_in_has_every_name_of_the_python_backends_module(
+    real_utils: types.ModuleType,
+) -> None:
+    real_names = {
+        name
+        for name, value in vars(real_utils).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+    assert "TRITON_STRING_TO_NUMPY" in real_names and "ModelConfig" in real_names
+    missing = sorted(
+        name for name in real_names | set(_ADDED_BY_THE_STUB) if not hasattr(standin, name)
+    )
+    assert missing == []
+    for name in real_names:
+        if not callable(getattr(real_utils, name)):
+            assert getattr(standin, name) == getattr(real_utils, name), name
+    # Names the python backend lacks fail as in Triton (RawData was dropped from it).
+    with pytest.raises(AttributeError):
+        _ = standin.RawData
+
+
+def test_stand_in_data_helpers_answer_as_the_python_backends(
+    real_utils: types.ModuleType,
+) -> None:
+    for number in range(-1, 16):
+        assert standin.triton_to_numpy_type(number) is real_utils.triton_to_numpy_type(number)
+    kinds: list[object] = [bool, np.bytes_, np.str_, np.complex64, "FP32", None]
+    for numpy_type in (*standin.TRITON_STRING_TO_NUMPY.values(), *kinds):
+        for form in (numpy_type, _dtype_or_none(numpy_type)):
+            assert standin.numpy_to_triton_type(form) == real_utils.numpy_to_triton_type(form), form
+    for type_name in real_utils.TRITON_STRING_TO_NUMPY:
+        assert standin.triton_string_to_numpy(type_name) is real_utils.triton_string_to_numpy(
+            type_name
+        )
+    with pytest.raises(KeyError):
+        standin.triton_string_to_numpy("TYPE_BF16")
+    for array in (
+        np.array([[b"ab", "c\u00e9"], [b"", 7]], dtype=np.object_),
+        np.array([b"x\x00", b"yz"], dtype=np.bytes_),
+        np.array([], dtype=np.object_),
+        np.array([1.5], dtype=np.float32),
+    ):
+        encoded = standin.serialize_byte_tensor(array)
+        assert encoded == real_utils.serialize_byte_tensor(array)
+        if encoded:
+            assert isinstance(encoded, bytes)
+            decoded = standin.deserialize_bytes_tensor(encoded)
+            assert decoded.dtype == np.object_
+            assert list(decoded) == list(real_utils.deserialize_bytes_tensor(encoded))
+    config = {
+        "input": [{"name": "A", "dims": [1]}],
+        "output": [{"name": "B", "dims": [2]}],
+        "model_transaction_policy": {"decoupled": True},
+    }
+    for helper in ("get_input_config_by_name", "get_output_config_by_name"):
+        for name in ("A", "B", "C"):
+            assert getattr(standin, helper)(config, name) == getattr(real_utils, helper)(
+                config, name
+            )
+    for document in (config, {}, {"model_transaction_policy": {"decoupled": False}}):
+        assert standin.using_decoupled_model_transaction_policy(
+            document
+        ) == real_utils.using_decoupled_model_transaction_policy(document)
+
+
+def _dtype_or_none(numpy_type: object) -> object:
+    try:
+        return np.dtype(numpy_type)  # type: ignore[call-overload]
+    except TypeError:
+        return None
+
+
+def test_stand_in_objects_of_the_stub_behave_like_the_backends(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert issubclass(standin.TritonModelException, Exception)
+    with pytest.raises(standin.TritonModelException, match="boom"):
+        raise standin.TritonModelException("boom")
+    error = standin.TritonError("bad input", standin.TritonError.INVALID_ARG)
+    assert (error.message(), error.code()) == ("bad input", 3)
+    assert standin.TritonError("x").code() == standin.TritonError.INTERNAL == 1
+    tensor = standin.Tensor("T", np.zeros((2, 3), dtype=np.float16))
+    assert (tensor.name(), tensor.triton_dtype(), tensor.shape()) == ("T", 10, [2, 3])
+    with pytest.raises(standin.TritonModelException, match=r"np\.object_"):
+        standin.Tensor("S", np.array(["text"]))
+    response = standin.InferenceResponse(output_tensors=[tensor])
+    assert standin.get_output_tensor_by_name(response, "T") is tensor
+    assert not response.has_error()
+    request = standin.InferenceRequest(
+        model_name="other", inputs=[tensor], requested_output_names=["Y"]
+    )
+    assert standin.get_input_tensor_by_name(request, "T") is tensor
+    for call in (
+        request.exec,
+        lambda: standin.load_model("other"),
+        lambda: standin.unload_model("other"),
+        lambda: standin.is_model_ready("other"),
+    ):
+        with pytest.raises(standin.TritonModelException, match="running Triton server"):
+            call()
+    standin.Logger.log_warn("careful")
+    standin.Logger.log("note", standin.Logger.VERBOSE)
+    assert capsys.readouterr().err == "WARNING: careful\nVERBOSE: note\n"
+    counter = standin.MetricFamily("requests", "served", standin.MetricFamily.COUNTER)
+    metric = counter.Metric(labels={"model": "m"})
+    metric.increment(2)
+    assert metric.value() == 2
+    memory = standin.PreferredMemory(standin.TRITONSERVER_MEMORY_CPU)
+    assert (memory.preferred_memory_type, memory.preferred_device_id) == (1, 0)
+
+
+def test_a_hook_using_the_modules_tables_and_helpers_is_completed(tmp_path: Path) -> None:
+    # As tutorials' identity model does: one optional input per type of TRITON_STRING_TO_NUMPY.
+    folder = python_model(
+        tmp_path,
+        "import numpy as np\n"
+        "for type_name, numpy_type in pb_utils.TRITON_STRING_TO_NUMPY.items():\n"
+        "    number = pb_utils.numpy_to_triton_type(np.dtype(numpy_type))\n"
+        "    size = np.dtype(pb_utils.triton_to_numpy_type(number)).itemsize\n"
+        '    config.add_input({"name": type_name.lower(), "data_type": type_name,'
+        ' "dims": [size], "optional": True})\n'
+        'config.add_output({"name": "Y", "data_type": "TYPE_FP32", "dims": [1]})\n'
+        'pb_utils.Logger.log_info("completed")\n'
+        "return config",
+    )
+    model = load_model(folder)
+    assert not isinstance(model, LoadProblem), model
+    assert len(model.inputs) == 13
+    assert tensors(model.config.input)[:2] == [
+        ("type_bool", "TYPE_BOOL", [1]),
+        ("type_uint8", "TYPE_UINT8", [1]),
+    ]
+    assert tensors(model.config.input)[-1] == ("type_string", "TYPE_STRING", [8])
+    # A name the python backend lacks fails there, so it fails here, naming the line.
+    script = folder / "1" / "model.py"
+    script.write_text(script.read_text().replace("pb_utils.Logger", "pb_utils.Logging"))
+    problem = load_model(folder)
+    assert isinstance(problem, LoadProblem)
+    assert "has no attribute 'Logging'" in problem.message and "model.py:" in problem.message
