@@ -104,7 +104,8 @@ def _complete(model_py: Path, version: str, config_json: str) -> dict[str, Any]:
     here = str(Path(__file__).resolve().parent)
     utils = importlib.import_module("triton_python_backend_utils")
     sys.path.remove(here)  # the model must not import our files by accident
-    utils.__dict__["_model_dir"] = str(model_py.parent.parent)
+    # As the backend's stub: the folder of model.py, i.e. the version folder.
+    utils.__dict__["_model_dir"] = str(model_py.parent)
     sys.path.append(str(model_py.parent))
     sys.path.append(str(model_py.parent.parent))
     sys.meta_path.append(_AbsentFinder(model_py.resolve().parent.parent))

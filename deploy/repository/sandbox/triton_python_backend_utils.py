@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-# Set by the stub before the model is imported (the stub binds it in Triton too).
+# Set by the stub before the model is imported: model.py's folder (<model>/<version>), as
+# the backend's stub sets it (pb_stub.cc `ModelContext::Init`).
 _model_dir = ""
 
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
