@@ -24,6 +24,7 @@ from google.protobuf import text_format
 from google.protobuf.message import DecodeError
 
 from deploy.errors import LocalEndpointError
+from deploy.repository.model import COMPLETED_CONFIG_HEADER
 from deploy.repository.schema import model_config_pb2 as mc
 
 log = logging.getLogger(__name__)
@@ -174,13 +175,19 @@ def _check_completion(path: Path, config: mc.ModelConfig, auto_complete: bool) -
             fix="complete its config.pbtxt (inputs, outputs; `deploy validate --show-config` "
             "prints the completed config), or run the endpoint with --auto-complete-config",
         )
-    if defines_hook:
+    if defines_hook and not _completed_by_package(path):
         log.warning(
             "model %r: model.py defines auto_complete_config, which this endpoint does not "
             "run (tritonserver runs with --disable-auto-complete-config); config.pbtxt is "
             "served as written. Run the endpoint with --auto-complete-config to apply the hook.",
             name,
         )
+
+
+def _completed_by_package(path: Path) -> bool:
+    """Whether `deploy package` wrote this config.pbtxt from auto_complete_config's result."""
+    with path.open(encoding="utf-8", errors="replace") as file:
+        return file.readline().rstrip("\n") == COMPLETED_CONFIG_HEADER
 
 
 def _adapt_model(
@@ -217,8 +224,9 @@ def _adapt_model(
                         name,
                     )
     if changed:
+        header = COMPLETED_CONFIG_HEADER + "\n" if _completed_by_package(path) else ""
         partial = path.with_suffix(".pbtxt.partial")
-        partial.write_text(text_format.MessageToString(config), encoding="utf-8")
+        partial.write_text(header + text_format.MessageToString(config), encoding="utf-8")
         partial.replace(path)
 
 

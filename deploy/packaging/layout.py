@@ -30,7 +30,13 @@ from pathlib import Path, PurePosixPath
 from google.protobuf import json_format
 
 from deploy.errors import PackagingError
-from deploy.repository import CONFIG_FILE, Model, Repository, format_config
+from deploy.repository import (
+    COMPLETED_CONFIG_HEADER,
+    CONFIG_FILE,
+    Model,
+    Repository,
+    format_config,
+)
 from deploy.repository.files import model_entries, printable
 
 DEPS_FOLDER = "deps"
@@ -143,13 +149,16 @@ def _add_model(
     root = repo.root.resolve()
     entries.append(Entry(arcname=str(arcroot), kind="dir", mode=DIR_MODE))
     _add_tree(model.path, arcroot, root, entries)
-    if model.config_path is None and model.auto_completed:
-        # The config its auto_complete_config states, written out so the archive
-        # loads with auto-completion off too (and shows what Triton will load).
+    if model.auto_completed:
+        # The config its auto_complete_config completes (from config.pbtxt when there is
+        # one, as Triton does), written in place of config.pbtxt so the archive loads
+        # with auto-completion off too and shows what Triton will load.
+        config_arcname = str(arcroot / CONFIG_FILE)
+        entries[:] = [entry for entry in entries if entry.arcname != config_arcname]
         data = _completed_config_text(model)
         entries.append(
             Entry(
-                arcname=str(arcroot / CONFIG_FILE),
+                arcname=config_arcname,
                 kind="file",
                 mode=FILE_MODE,
                 size=len(data),
@@ -184,8 +193,7 @@ def _completed_config_text(model: Model) -> bytes:
     config = type(model.config)()
     config.CopyFrom(model.config)
     config.name = model.name
-    header = "# Completed by TritonPythonModel.auto_complete_config (written by deploy package)\n"
-    return (header + format_config(config)).encode("utf-8")
+    return (COMPLETED_CONFIG_HEADER + "\n" + format_config(config)).encode("utf-8")
 
 
 def _config_json(model: Model) -> bytes:

@@ -19,6 +19,7 @@ from deploy.repository.loader import (
     parse_config,
 )
 from deploy.repository.model import (
+    COMPLETED_CONFIG_HEADER,
     CONFIG_FILE,
     DEPENDENCIES_PARAMETER,
     EnsembleStep,
@@ -31,6 +32,7 @@ from deploy.repository.model import (
 )
 
 __all__ = [
+    "COMPLETED_CONFIG_HEADER",
     "CONFIG_FILE",
     "DEPENDENCIES_PARAMETER",
     "EnsembleStep",

@@ -14,6 +14,10 @@ from typing import Any, Literal
 ModelKind = Literal["model", "ensemble", "bls"]
 DEPENDENCIES_PARAMETER = "deploy.dependencies"
 CONFIG_FILE = "config.pbtxt"
+# First line of a config.pbtxt that `deploy package` wrote from auto_complete_config's result.
+COMPLETED_CONFIG_HEADER = (
+    "# Completed by TritonPythonModel.auto_complete_config (written by deploy package)"
+)
 
 
 @dataclass(frozen=True)

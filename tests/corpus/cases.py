@@ -359,15 +359,10 @@ CASES: tuple[Case, ...] = (
         "tut_part7_iterative",
         f"{TUTORIALS} Conceptual_Guide/Part_7-iterative_scheduling/iterative-gpt2 (python, "
         "iterative sequence batching; auto_complete_config adds the tensors and makes it "
-        "decoupled; imports torch and transformers)",
-        refused=("torch|transformers",),
+        "decoupled; imports torch and transformers). `deploy package` writes the completed "
+        "config, which loads, and the import of torch fails as on SageMaker's image",
+        refused=("torch", "EXECUTION_ENV_PATH|execution environment"),
         warnings=("decoupled", "transformers"),
-        gaps={
-            "serve": "deploy package completes only python models with no config.pbtxt; this "
-            "partial one (no inputs) is packaged as is and the endpoint refuses it for relying "
-            "on auto-completion, where SageMaker's Triton (auto-completion on) completes it and "
-            "then fails on `import torch`",
-        },
     ),
     Case(
         "tut_data_pipelines",
@@ -381,14 +376,6 @@ CASES: tuple[Case, ...] = (
         f"{TUTORIALS} Triton_Inference_Server_Python_API/identity-models (complete config with "
         "optional inputs; model.py also defines auto_complete_config)",
         references={"identity": ref.numpy_function(_identity("_input", "_output"))},
-        gaps={
-            "validate": "auto_complete_config fails on the stand-in triton_python_backend_utils: "
-            "its TRITON_STRING_TO_NUMPY is an inert class, not the python backend's dict of "
-            "Triton type names to numpy types (model.py:47 iterates its keys)",
-            "package": "deploy package runs auto_complete_config and fails the same way",
-            "serve": "not packaged (see package)",
-            "sdk": "not packaged (see package)",
-        },
     ),
     Case(
         "tut_llama2_vllm",

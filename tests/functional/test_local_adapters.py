@@ -16,6 +16,7 @@ from google.protobuf import text_format
 
 from deploy.errors import LocalEndpointError
 from deploy.local.adapters import adapt_folder, read_config
+from deploy.repository import COMPLETED_CONFIG_HEADER
 from deploy.repository.schema import model_config_pb2 as mc
 from tests.functional.local_models import folder_files, invoke, runtime_client, write_archive
 
@@ -169,6 +170,31 @@ def test_a_complete_config_is_served_although_model_py_defines_the_hook(
     with pytest.raises(LocalEndpointError, match=r"declares no inputs.*auto_complete_config"):
         adapt_folder(tmp_path, cuda_devices=0, auto_complete=False)
     adapt_folder(tmp_path, cuda_devices=0, auto_complete=True)  # Triton completes it
+
+
+def test_a_config_deploy_package_completed_is_served_without_the_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "py" / "1").mkdir(parents=True)
+    completed = (
+        COMPLETED_CONFIG_HEADER
+        + "\n"
+        + ONNX_CONFIG.replace('platform: "onnxruntime_onnx"', 'backend: "python"')
+        + "instance_group [ { kind: KIND_GPU } ]\n"
+    )
+    (tmp_path / "py" / "config.pbtxt").write_text(completed)
+    (tmp_path / "py" / "1" / "model.py").write_text(
+        "class TritonPythonModel:\n"
+        "    @staticmethod\n"
+        "    def auto_complete_config(config):\n"
+        "        return config\n"
+    )
+    with caplog.at_level("WARNING"):
+        adapt_folder(tmp_path, cuda_devices=0, auto_complete=False)
+    assert "does not run" not in caplog.text
+    # Rewritten for the CPU, it still says where it came from (a reload warns no more).
+    rewritten = (tmp_path / "py" / "config.pbtxt").read_text()
+    assert rewritten.startswith(COMPLETED_CONFIG_HEADER + "\n") and "KIND_CPU" in rewritten
 
 
 @pytest.mark.triton
