@@ -11,7 +11,8 @@ The client SDK (`deploy.client`) keeps its own tree, separate from this one.
     ├── PackagingError         `deploy package` could not write an archive
     ├── LocalEndpointError     the local endpoint or its tritonserver
     ├── AwsError               a call to AWS (or the moto server) failed
-    └── NeuronError            Inferentia model generation and planning
+    ├── NeuronError            Inferentia model generation and planning
+    └── BindError              `deploy bind`: a PyTriton script and what it binds
 """
 
 from __future__ import annotations
@@ -62,3 +63,7 @@ class AwsError(DeployError):
 
 class NeuronError(DeployError):
     """Inferentia model generation or NeuronCore planning failed."""
+
+
+class BindError(DeployError):
+    """A PyTriton script cannot be turned into Triton models (`deploy bind`)."""

@@ -1,0 +1,1 @@
+"""Request and response types the inference callable sees (`pytriton.proxy`)."""
