@@ -13,6 +13,7 @@ COMMAND_MODULES = (
     "lifecycle",  # up, down, status, prune
     "invoke",  # invoke
     "neuron",  # neuron generate | plan | compile
+    "bind",  # bind (PyTriton scripts)
 )
 
 

@@ -14,60 +14,25 @@ its server on an unrecoverable error; an endpoint keeps serving).
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 import json
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
+from ._context import inject_triton_context, triton_model_config
 from ._script import run_script
 from .exceptions import PyTritonUnrecoverableError
-from .model_config.common import DeviceKind
-from .model_config.triton_model_config import (
-    ResponseCache,
-    TensorSpec,
-    TritonModelConfig,
-)
+from .model_config.triton_model_config import TritonModelConfig
 from .proxy.types import Request
-from .triton import Binding
 
 # The python backend's own module (only inside Triton's stub).
 pb_utils: Any = importlib.import_module("triton_python_backend_utils")
-
-
-def triton_model_config(binding: Binding) -> TritonModelConfig:
-    """The config PyTriton gives the decorators (names default to INPUT_n / OUTPUT_n)."""
-    config = binding.config
-    return TritonModelConfig(
-        model_name=str(binding.model_name),
-        model_version=int(binding.model_version),
-        batching=config.batching,
-        batcher=config.batcher,
-        max_batch_size=config.max_batch_size,
-        decoupled=config.decoupled,
-        instance_group={DeviceKind.KIND_CPU: len(binding.infer_funcs)},
-        inputs=[
-            TensorSpec(t.name or f"INPUT_{i}", tuple(t.shape), t.dtype, t.optional)
-            for i, t in enumerate(binding.inputs, start=1)
-        ],
-        outputs=[
-            TensorSpec(t.name or f"OUTPUT_{i}", tuple(t.shape), t.dtype)
-            for i, t in enumerate(binding.outputs, start=1)
-        ],
-        response_cache=ResponseCache(enable=True) if config.response_cache else None,
-    )
-
-
-def inject_triton_context(binding: Binding, func: Any, config: TritonModelConfig) -> None:
-    """What PyTriton's `Model.setup` does before serving the callable."""
-    binding.context.model_configs[func] = config
-    if hasattr(func, "__self__"):
-        func.__self__.__triton_context__ = binding.context
-    else:
-        func.__triton_context__ = binding.context
 
 
 def instance_index(instance_name: str) -> int:
@@ -86,6 +51,7 @@ class PyTritonModel:
 
     def initialize(self, args: dict[str, str]) -> None:
         self._logger = pb_utils.Logger
+        self._event_loop: asyncio.AbstractEventLoop | None = None
         model_config = json.loads(args["model_config"])
         recording = run_script(self.FOLDER / self.SCRIPT, list(self.ARGV))
         matches = [b for b in recording.bindings if b.model_name == self.MODEL]
@@ -122,26 +88,49 @@ class PyTritonModel:
             self._execute_decoupled(requests, wrapped)
             return None
         try:
-            results = self._func(wrapped)
-            if inspect.isgenerator(results):
+            results = list(self._results(wrapped))
+            if len(results) != 1:
                 raise ValueError(
-                    f"the inference callable of {self.MODEL!r} is a generator; "
-                    "it needs ModelConfig(decoupled=True)"
+                    f"the inference callable of {self.MODEL!r} gave {len(results)} results for "
+                    "one call; only a decoupled model (ModelConfig(decoupled=True)) may give "
+                    "several"
                 )
-            self._validate(results, len(requests))
-            return [self._response(r, req) for r, req in zip(results, requests, strict=False)]
+            self._validate(results[0], len(requests))
+            return [self._response(r, req) for r, req in zip(results[0], requests, strict=True)]
         except Exception as exc:
             error = self._error(exc)
             return [pb_utils.InferenceResponse(output_tensors=[], error=error) for _ in requests]
+
+    def _results(self, wrapped: list[Request]) -> Iterator[Any]:
+        """What the callable gives, as PyTriton takes it: a value, or each value a generator,
+        coroutine or async generator yields."""
+        result = self._func(wrapped)
+        if inspect.isgenerator(result):
+            yield from result
+        elif inspect.iscoroutine(result):
+            yield self._loop().run_until_complete(result)
+        elif inspect.isasyncgen(result):
+            loop = self._loop()
+            while True:
+                try:
+                    yield loop.run_until_complete(result.__anext__())
+                except StopAsyncIteration:
+                    return
+        else:
+            yield result
+
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        if self._event_loop is None:
+            self._event_loop = asyncio.new_event_loop()
+        return self._event_loop
 
     def _execute_decoupled(self, requests: list[Any], wrapped: list[Request]) -> None:
         final = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
         senders = [request.get_response_sender() for request in requests]
         try:
-            results = self._func(wrapped)
-            for partial in results if inspect.isgenerator(results) else [results]:
+            for partial in self._results(wrapped):
                 self._validate(partial, len(requests))
-                for sender, result, request in zip(senders, partial, requests, strict=False):
+                for sender, result, request in zip(senders, partial, requests, strict=True):
                     sender.send(self._response(result, request))
         except Exception as exc:
             error = self._error(exc)
@@ -150,6 +139,10 @@ class PyTritonModel:
             return
         for sender in senders:
             sender.send(flags=final)
+
+    def finalize(self) -> None:
+        if self._event_loop is not None:
+            self._event_loop.close()
 
     def _request(self, request: Any) -> Request:
         data = {}
