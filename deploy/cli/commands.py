@@ -14,6 +14,7 @@ COMMAND_MODULES = (
     "invoke",  # invoke
     "neuron",  # neuron generate | plan | compile
     "bind",  # bind (PyTriton scripts)
+    "init_config",  # init-config
 )
 
 

@@ -17,26 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from deploy.errors import BindError
+from deploy.repository.datatypes import NUMPY_TO_TRITON
 from deploy.repository.schema import model_config_pb2
 
 # PyTriton's `Triton._validate_model_name`.
 _MODEL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 
-# numpy kind + item size -> Triton datatype (tritonclient's np_to_triton_dtype).
-NUMPY_TO_TRITON: dict[str, str] = {
-    "b1": "TYPE_BOOL",
-    "u1": "TYPE_UINT8",
-    "u2": "TYPE_UINT16",
-    "u4": "TYPE_UINT32",
-    "u8": "TYPE_UINT64",
-    "i1": "TYPE_INT8",
-    "i2": "TYPE_INT16",
-    "i4": "TYPE_INT32",
-    "i8": "TYPE_INT64",
-    "f2": "TYPE_FP16",
-    "f4": "TYPE_FP32",
-    "f8": "TYPE_FP64",
-}
 _DTYPE_FIX = (
     "use a numpy type Triton has: np.bool_, np.uint8..np.uint64, np.int8..np.int64, "
     "np.float16/32/64, or np.bytes_ (or object) for bytes and strings"

@@ -21,6 +21,7 @@ from google.protobuf import text_format
 from deploy.errors import RepositoryError
 from deploy.repository.autocomplete import AUTO_COMPLETE_TIMEOUT_S, complete_config, defines_hook
 from deploy.repository.backends import AUTOCOMPLETE_FILES, backend_of, v2_datatype
+from deploy.repository.datatypes import onnx_triton_type
 from deploy.repository.files import (
     check_name,
     model_entries,
@@ -234,10 +235,6 @@ def _infer_config(name: str, versions: tuple[ModelVersion, ...]) -> tuple[Any, s
     return None
 
 
-# ONNX TensorProto type names that differ from Triton's TYPE_* names.
-_ONNX_TYPES = {"FLOAT": "FP32", "DOUBLE": "FP64", "FLOAT16": "FP16", "BFLOAT16": "BF16"}
-
-
 def _onnx_io(path: Path, config: Any) -> None:
     """Fill inputs/outputs from the ONNX graph when the `onnx` package is present.
 
@@ -269,9 +266,7 @@ def _onnx_io(path: Path, config: Any) -> None:
             tensor_type = value.type.tensor_type
             type_name = onnx.TensorProto.DataType.Name(tensor_type.elem_type)
             try:
-                data_type = model_config_pb2.DataType.Value(
-                    "TYPE_" + _ONNX_TYPES.get(type_name, type_name)
-                )
+                data_type = model_config_pb2.DataType.Value(onnx_triton_type(type_name))
             except ValueError:
                 raise RepositoryError(
                     f"tensor {value.name!r} has ONNX type {type_name}, which Triton cannot "

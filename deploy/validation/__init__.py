@@ -19,7 +19,7 @@ from deploy.validation.diagnostics import (
     warning,
 )
 from deploy.validation.registry import Context, ModelRule, register_rule
-from deploy.validation.validate import validate_repository
+from deploy.validation.validate import validate_model, validate_repository
 
 __all__ = [
     "ConfigView",
@@ -30,6 +30,7 @@ __all__ = [
     "Severity",
     "error",
     "register_rule",
+    "validate_model",
     "validate_repository",
     "warning",
 ]

@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from deploy.neuron import validation as _neuron_rules  # noqa: F401  (NeuronCore rules)
-from deploy.repository import Repository, config_json, format_config, load_repository
+from deploy.repository import (
+    LoadProblem,
+    Repository,
+    config_json,
+    format_config,
+    load_model,
+    load_repository,
+)
 from deploy.validation import rules as _rules  # noqa: F401  (registers the built-in rules)
 from deploy.validation.diagnostics import ConfigView, Diagnostic, Report, error
 from deploy.validation.registry import MODEL_RULES, REPOSITORY_RULES, Context
@@ -37,6 +44,23 @@ def validate_repository(
         instance_type=instance_type,
         diagnostics=tuple(unique),
         configs=_configs(repository) if show_configs else (),
+    )
+
+
+def validate_model(folder: Path, *, instance_type: str | None = None) -> Report:
+    """Check one model folder alone (its model rules; nothing that needs the others)."""
+    loaded = load_model(folder)
+    if isinstance(loaded, LoadProblem):
+        found = [error(loaded.model, str(loaded.file), loaded.field, loaded.message, loaded.fix)]
+        return Report(repository=str(folder.parent), models=1, diagnostics=tuple(found))
+    repository = Repository(root=folder.parent, models={folder.name: loaded}, problems=())
+    context = Context(repository=repository, instance_type=instance_type)
+    found = [d for model_check in MODEL_RULES for d in model_check(context, loaded)]
+    return Report(
+        repository=str(folder.parent),
+        models=1,
+        instance_type=instance_type,
+        diagnostics=tuple(dict.fromkeys(found)),
     )
 
 
