@@ -11,16 +11,14 @@ from deploy.cli.output import console, emit_json
 
 
 def register(app: typer.Typer) -> None:
-    app.command("bind")(bind)
+    # Whatever follows `--` is the script's own command line (ctx.args).
+    app.command("bind", context_settings={"allow_extra_args": True})(bind)
 
 
 def bind(
+    ctx: typer.Context,
     script: Annotated[Path, typer.Argument(help="PyTriton script (calls Triton.bind()).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Model repository to write into.")],
-    args: Annotated[
-        list[str] | None,
-        typer.Argument(help="Arguments for the script (after --), also used when serving."),
-    ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Replace model folders that already exist.")
     ] = False,
@@ -29,10 +27,13 @@ def bind(
     ] = 300.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
-    """Run a PyTriton script without a server and write one python model per bind()."""
+    """Run a PyTriton script without a server and write one python model per bind().
+
+    Arguments after -- go to the script, when bound and when served.
+    """
     from deploy.pytriton import bind_script
 
-    result = bind_script(script, out, argv=list(args or []), force=force, timeout=timeout)
+    result = bind_script(script, out, argv=list(ctx.args), force=force, timeout=timeout)
     if as_json:
         emit_json(result.as_dict())
         return

@@ -189,13 +189,14 @@ def _model(binding: dict[str, Any], where: str, problems: _Problems) -> BoundMod
         )
     inputs = _tensors(binding.get("inputs"), "inputs", "INPUT", label, where, problems)
     outputs = _tensors(binding.get("outputs"), "outputs", "OUTPUT", label, where, problems)
-    names = [t.name for t in inputs] + [t.name for t in outputs]
-    for duplicate in sorted({n for n in names if names.count(n) > 1}):
-        problems.add(
-            where,
-            f"{label}: tensor name {duplicate!r} is used twice",
-            "give every input and output its own name",
-        )
+    for field, specs in (("inputs", inputs), ("outputs", outputs)):
+        names = [t.name for t in specs]
+        for duplicate in sorted({n for n in names if names.count(n) > 1}):
+            problems.add(
+                where,
+                f"{label}: {field} name {duplicate!r} is used twice",
+                "give every input (and every output) its own name",
+            )
     for tensor in outputs:
         if tensor.optional:
             problems.add(

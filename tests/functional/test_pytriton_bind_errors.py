@@ -116,6 +116,7 @@ def test_a_failing_exit_status_is_an_error_and_exit_0_is_not(tmp_path: Path) -> 
             "inputs[0] (INPUT_1): shape [0] is not a list of dimensions",
         ),
         ("[]", "inputs is empty"),
+        ("X + X", "inputs name 'x' is used twice"),
     ],
 )
 def test_bad_tensors_name_the_model_and_field(tmp_path: Path, tensors: str, expected: str) -> None:
@@ -262,3 +263,13 @@ def test_a_config_triton_would_refuse_stops_before_anything_is_written(tmp_path:
     text = bind_error(path, out)
     assert f"{out}/m/config.pbtxt: dynamic_batching.preserve_ordering" in text
     assert ".bind-" not in text  # the staging folder is not what the user sees
+
+
+def test_arguments_after_the_double_dash_go_to_the_script(tmp_path: Path) -> None:
+    path = script(
+        tmp_path, "import sys\nwith Triton() as t:\n    t.bind(sys.argv[1], infer, X, Y)\n"
+    )
+    out = tmp_path / "repo"
+    result = CliRunner().invoke(app, ["bind", str(path), "--out", str(out), "--", "named", "-v"])
+    assert result.exit_code == 0, result.output
+    assert "ARGV = ['named', '-v']" in (out / "named" / "1" / "model.py").read_text()
