@@ -12,7 +12,8 @@ The client SDK (`deploy.client`) keeps its own tree, separate from this one.
     ├── LocalEndpointError     the local endpoint or its tritonserver
     ├── AwsError               a call to AWS (or the moto server) failed
     ├── NeuronError            Inferentia model generation and planning
-    └── BindError              `deploy bind`: a PyTriton script and what it binds
+    ├── BindError              `deploy bind`: a PyTriton script and what it binds
+    └── EnvBuildError          `deploy env build`: an execution environment
 """
 
 from __future__ import annotations
@@ -67,3 +68,7 @@ class NeuronError(DeployError):
 
 class BindError(DeployError):
     """A PyTriton script cannot be turned into Triton models (`deploy bind`)."""
+
+
+class EnvBuildError(DeployError):
+    """An execution environment for python models cannot be built."""

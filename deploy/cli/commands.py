@@ -15,6 +15,7 @@ COMMAND_MODULES = (
     "neuron",  # neuron generate | plan | compile
     "bind",  # bind (PyTriton scripts)
     "init_config",  # init-config
+    "env",  # env build
 )
 
 

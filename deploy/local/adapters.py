@@ -204,6 +204,12 @@ def _adapt_model(
         else:
             config.platform = kind
         changed = True
+    if kind == "python" and "EXECUTION_ENV_PATH" in config.parameters:
+        from deploy.local.envs import prepare_environment_model
+        from deploy.local.triton import find_triton
+
+        env_path = config.parameters["EXECUTION_ENV_PATH"].string_value
+        prepare_environment_model(folder, env_path, find_triton())
     platform = kind if kind in ADAPTED else _BACKEND_TO_PLATFORM.get(kind, "")
     if platform in ADAPTED:
         _write_adapter(folder, config, platform)

@@ -35,7 +35,13 @@ from pathlib import Path
 
 from deploy.errors import LocalEndpointError
 from deploy.local.guard import Clients, guard_environment
-from deploy.local.triton import TritonInstall, find_triton, prepare_backends, triton_environment
+from deploy.local.triton import (
+    TritonInstall,
+    find_triton,
+    prepare_backends,
+    stub_working_directory,
+    triton_environment,
+)
 
 log = logging.getLogger(__name__)
 
@@ -248,7 +254,9 @@ class TritonSupervisor:
         self._install = install
         self.shm_prefix = f"{SHM_PREFIX}deploy{uuid.uuid4().hex[:12]}_"
         command = self._command(install)
-        environment = triton_environment(install, self.environment)
+        environment = triton_environment(
+            install, self.environment, backends=self.workdir / "backends"
+        )
         environment.update(guard_environment(self.port, clients=self.clients, base=environment))
         log_file = self.log_path.open("ab")
         try:
@@ -258,8 +266,8 @@ class TritonSupervisor:
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 env=environment,
-                # The stub's sys.path starts with this folder (numpy<2, see triton.py).
-                cwd=install.stub_site,
+                # The stub's sys.path starts with its cwd: an empty folder (triton.py).
+                cwd=stub_working_directory(self.workdir / "backends"),
                 preexec_fn=_die_with_parent,  # prctl must run in the child
                 # Its own process group: the python-backend stubs it forks can be
                 # reaped with it (they inherit its sockets; alive, they keep

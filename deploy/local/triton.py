@@ -5,12 +5,21 @@ dependencies (its `numpy<2` pin clashes with the rest of the project). It is
 located with `importlib.util.find_spec` so `pytriton` itself is never imported.
 
 The wheel's python-backend stub is built against numpy 1.x: with numpy 2 it
-runs models but hands back empty output tensors (`binary_data_size: 0`). The
-stub's embedded interpreter ignores PYTHONPATH, but its `sys.path` starts
-with the working directory, so tritonserver runs in a folder holding
-numpy<2 (`<venv>/triton-stub-site`, written by `make install`). Models that
-need the virtualenv's packages (the adapters: torch, onnxruntime) append
-the PYTHONPATH entries to `sys.path` themselves.
+runs models but hands back empty output tensors (`binary_data_size: 0`), so
+`make install` puts numpy<2 in `<venv>/triton-stub-site`. The stub's
+embedded interpreter ignores PYTHONPATH and puts its working directory first
+on `sys.path`: tritonserver runs in an empty folder.
+
+Python models see what the SageMaker image's Python has, the standard library
+and numpy, and no more: `prepare_backends` writes an `image-python` folder in
+the layout of an execution environment (`deploy.envs.layout`) whose
+site-packages holds only the stub site's numpy, and its `bin` comes first on
+tritonserver's PATH, so the stub's interpreter takes it as its prefix instead
+of this machine's site-packages. A model with `EXECUTION_ENV_PATH` gets its
+own environment the same way (the backend sources its `bin/activate`). The
+generated adapters (torch, onnxruntime stand in for backends the image has)
+append the entries of `DEPLOY_ADAPTER_PATH`, this virtualenv, to `sys.path`
+themselves; tritonserver gets no PYTHONPATH.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from deploy.errors import LocalEndpointError
 
 _INSTALL_FIX = 'run `make install` (it installs "nvidia-pytriton==0.7.0" with --no-deps)'
 STUB_SITE = "triton-stub-site"
+ADAPTER_PATH_ENV = "DEPLOY_ADAPTER_PATH"  # this virtualenv, for the generated adapters
 
 
 @dataclass(frozen=True)
@@ -85,13 +95,45 @@ def find_triton() -> TritonInstall:
     return install
 
 
+IMAGE_PYTHON = "image-python"  # beside the backends: what python models may import
+
+
+def stub_working_directory(backends: Path) -> Path:
+    """An empty folder for tritonserver to run in: the stub puts its cwd first on sys.path."""
+    folder = backends.parent / "stub-cwd"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def image_python_bin(backends: Path) -> Path:
+    """The folder to put first on PATH so python models see only the image's packages."""
+    return backends.parent / IMAGE_PYTHON / "bin"
+
+
+def prepare_image_python(install: TritonInstall, backends: Path) -> Path:
+    """Write the image's Python (standard library + numpy<2) beside `backends`; its bin."""
+    from deploy.envs.layout import write_layout
+
+    root = image_python_bin(backends).parent
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    site = write_layout(root, version)
+    for entry in install.stub_site.iterdir():
+        if entry.name.startswith("numpy"):
+            link = site / entry.name
+            if not link.is_symlink():
+                link.symlink_to(entry)
+    return root / "bin"
+
+
 def prepare_backends(install: TritonInstall, directory: Path) -> Path:
     """Build a private `--backend-directory` holding the python backend.
 
     The stub must sit next to `libtriton_python.so` and match the running
     Python; it is copied (not linked) because the backend resolves its own
-    directory through the stub's real path.
+    directory through the stub's real path. The image's Python is written
+    beside it (`prepare_image_python`).
     """
+    prepare_image_python(install, directory)
     python_dir = directory / "python"
     python_dir.mkdir(parents=True, exist_ok=True)
     for name in ("libtriton_python.so", "triton_python_backend_utils.py"):
@@ -107,20 +149,34 @@ def prepare_backends(install: TritonInstall, directory: Path) -> Path:
 
 
 def triton_environment(
-    install: TritonInstall, extra: dict[str, str] | None = None
+    install: TritonInstall,
+    extra: dict[str, str] | None = None,
+    *,
+    backends: Path | None = None,
 ) -> dict[str, str]:
-    """The environment tritonserver and its python stubs need."""
+    """The environment tritonserver and its python stubs need.
+
+    With `backends` (from `prepare_backends`), python models see only the
+    image's packages.
+    """
     env = dict(os.environ)
-    libraries = [str(Path(sys.base_prefix) / "lib"), str(install.libs)]
+    if backends is not None:
+        env["PATH"] = os.pathsep.join([str(image_python_bin(backends)), env.get("PATH", "")])
+    from deploy.local.envs import library_dirs
+
+    # Stubs of other Python versions (models whose environment is for one) need
+    # their libpython too; the running Python's comes first.
+    libraries = [str(Path(sys.base_prefix) / "lib"), str(install.libs), *library_dirs(install)]
     if env.get("LD_LIBRARY_PATH"):
         libraries.append(env["LD_LIBRARY_PATH"])
     env["LD_LIBRARY_PATH"] = os.pathsep.join(libraries)
-    # The stub runs model.py with the system interpreter's paths; the models'
-    # imports (numpy, torch, onnxruntime) live in this virtualenv.
+    # Models see the image's packages only: no PYTHONPATH (stubs of other Python
+    # versions would read it). The adapters (torch, onnxruntime) and the local
+    # Neuron fallback find this virtualenv through ADAPTER_PATH_ENV.
     paths = [sysconfig.get_paths()["purelib"]]
     if env.get("PYTHONPATH"):
-        paths.append(env["PYTHONPATH"])
-    env["PYTHONPATH"] = os.pathsep.join(paths)
+        paths.append(env.pop("PYTHONPATH"))
+    env[ADAPTER_PATH_ENV] = os.pathsep.join(paths)
     env["SAGEMAKER_MULTI_MODEL"] = "true"
     env.update(extra or {})
     return env

@@ -1,0 +1,331 @@
+"""Execution environments for python-backend models, built for the SageMaker image's Python.
+
+`build_environment(requirements, out, python="3.10")` installs the requirements
+with pip for the image's platform (CPython X.Y, manylinux x86_64 wheels up to
+the image's glibc, `--only-binary=:all:`, never this machine's own platform),
+plus `numpy<2` (the python backend's stub is built against numpy 1.x), and
+packs them in the layout the python backend's `EXECUTION_ENV_PATH` takes:
+
+    bin/activate                          sourced by the backend before its stub starts
+    bin/python3                           what the stub's interpreter finds first on PATH
+    pyvenv.cfg                            ...which makes this folder its sys.prefix
+    lib/pythonX.Y/site-packages/...       the installed wheels
+    deploy-env.json                       what was asked for and what was installed
+
+The stub embeds the image's own Python: it looks for `python3` on PATH (the
+activate script puts `bin/` first) and, finding `pyvenv.cfg` beside it, uses
+this folder's site-packages instead of the system's (python_backend
+`src/stub_launcher.cc` sources `bin/activate`; CPython `site.venv`). No
+interpreter or standard library is shipped: they are the image's.
+
+Archives are content-addressed: the key is a digest of the requirement lines,
+the Python version, the glibc level and this layout's format; a built archive
+is kept in the cache folder under its key, so an unchanged environment is
+copied, not rebuilt. The archive bytes are reproducible (sorted members, fixed
+times and owners).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from deploy.envs.layout import site_packages, write_layout
+from deploy.errors import EnvBuildError
+
+ENV_FORMAT = 1  # part of the content key: bump when the layout changes
+NUMPY_CONSTRAINT = "numpy<2"  # the image's python-backend stub is built against numpy 1.x
+METADATA = "deploy-env.json"
+PIP_TIMEOUT_S = 900.0
+_OLDEST_GLIBC_MINOR = 17  # manylinux2014
+_PYTHON = re.compile(r"^3\.(\d{1,2})$")
+_MISSING = re.compile(r"No matching distribution found for (\S+)")
+_NO_VERSION = re.compile(r"Could not find a version that satisfies the requirement (\S+)")
+
+
+@dataclass(frozen=True)
+class BuiltEnvironment:
+    path: Path
+    key: str
+    python: str
+    platforms: tuple[str, ...]
+    packages: tuple[str, ...]  # "name==version" installed
+    reused: bool  # taken from the cache, not built
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "key": self.key,
+            "python": self.python,
+            "platform": self.platforms[0],
+            "packages": list(self.packages),
+            "reused": self.reused,
+        }
+
+
+def platform_tags(glibc: tuple[int, int]) -> tuple[str, ...]:
+    """manylinux x86_64 tags from the image's glibc down to manylinux2014, newest first.
+
+    pip does not expand a `--platform manylinux_2_X` to the older tags a
+    system with that glibc also runs, so each is passed.
+    """
+    major, newest = glibc
+    tags = [
+        f"manylinux_{major}_{minor}_x86_64" for minor in range(newest, _OLDEST_GLIBC_MINOR - 1, -1)
+    ]
+    return (*tags, "manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64")
+
+
+def requirement_lines(requirements: Path) -> tuple[str, ...]:
+    """The requirement specifiers of a requirements file (comments and blanks dropped)."""
+    try:
+        text = requirements.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise EnvBuildError(
+            f"cannot read it ({exc.strerror or exc})",
+            where=str(requirements),
+            fix="pass a requirements.txt",
+        ) from None
+    lines = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split(" #", 1)[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("-"):
+            raise EnvBuildError(
+                f"line {number}: {line!r} is a pip option; environments are built from "
+                "requirement specifiers only",
+                where=str(requirements),
+                fix="list the packages (name==version) themselves; indexes come from pip's "
+                "own configuration",
+            )
+        lines.append(line)
+    return tuple(lines)
+
+
+def environment_key(lines: tuple[str, ...], python: str, glibc: tuple[int, int]) -> str:
+    document = {
+        "format": ENV_FORMAT,
+        "python": python,
+        "glibc": list(glibc),
+        "requirements": sorted(lines),
+        "constraints": [NUMPY_CONSTRAINT],
+    }
+    return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
+
+
+def default_cache_dir() -> Path:
+    configured = os.environ.get("DEPLOY_CACHE_DIR")
+    if configured:
+        return Path(configured) / "envs"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "deploy" / "envs"
+
+
+def build_environment(
+    requirements: Path,
+    out: Path,
+    *,
+    python: str,
+    glibc: tuple[int, int] = (2, 35),
+    cache_dir: Path | None = None,
+) -> BuiltEnvironment:
+    """Build (or take from the cache) the environment of `requirements` into `out`."""
+    if not _PYTHON.match(python):
+        raise EnvBuildError(
+            f"--python {python!r} is not a Python 3 version",
+            where=str(requirements),
+            fix="pass the image's major.minor, e.g. --python 3.10 (24.09) or 3.12 (25.x)",
+        )
+    lines = requirement_lines(requirements)
+    key = environment_key(lines, python, glibc)
+    cache = (cache_dir or default_cache_dir()) / f"{key}.tar.gz"
+    platforms = platform_tags(glibc)
+    reused = cache.is_file()
+    if not reused:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="deploy-env-") as scratch:
+            root = Path(scratch) / "env"
+            _install(lines, root, python, platforms, requirements)
+            _write_layout(root, python, key, lines, platforms)
+            _atomic_bytes(cache, _pack(root))
+    metadata = read_metadata(cache)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not (out.is_file() and _same_file(out, cache)):
+        _atomic_bytes(out, cache.read_bytes())
+    return BuiltEnvironment(
+        path=out,
+        key=key,
+        python=python,
+        platforms=platforms,
+        packages=tuple(metadata.get("installed", [])),
+        reused=reused,
+    )
+
+
+def read_metadata(archive: Path) -> dict[str, Any]:
+    """`deploy-env.json` of a built environment archive ({} when it has none)."""
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            member = tar.extractfile(METADATA)
+            if member is None:
+                return {}
+            document = json.loads(member.read())
+    except (OSError, KeyError, tarfile.TarError, ValueError):
+        return {}
+    return document if isinstance(document, dict) else {}
+
+
+def _install(
+    lines: tuple[str, ...],
+    root: Path,
+    python: str,
+    platforms: tuple[str, ...],
+    requirements: Path,
+) -> None:
+    site = site_packages(root, python)
+    site.mkdir(parents=True)
+    work = root.parent
+    (work / "requirements.txt").write_text("\n".join((*lines, "numpy")) + "\n", encoding="utf-8")
+    (work / "constraints.txt").write_text(NUMPY_CONSTRAINT + "\n", encoding="utf-8")
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--no-compile",
+        "--no-warn-script-location",
+        "--quiet",
+        "--target",
+        str(site),
+        "--implementation",
+        "cp",
+        "--python-version",
+        python,
+        "--only-binary=:all:",
+        *(arg for tag in platforms for arg in ("--platform", tag)),
+        "-r",
+        str(work / "requirements.txt"),
+        "-c",
+        str(work / "constraints.txt"),
+    ]
+    try:
+        done = subprocess.run(
+            command,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=PIP_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise EnvBuildError(
+            f"pip did not finish within {PIP_TIMEOUT_S:g} s",
+            where=str(requirements),
+            fix="check that the package index is reachable (pip's configuration)",
+        ) from None
+    if done.returncode != 0:
+        raise _pip_error(done.stdout + done.stderr, requirements, python, platforms)
+    # Console scripts point at this machine's interpreter; caches are rebuilt there.
+    shutil.rmtree(site / "bin", ignore_errors=True)
+    for cached in sorted(site.rglob("__pycache__"), reverse=True):
+        shutil.rmtree(cached, ignore_errors=True)
+
+
+def _pip_error(
+    output: str, requirements: Path, python: str, platforms: tuple[str, ...]
+) -> EnvBuildError:
+    target = f"CPython {python} on {platforms[0]} (or an older manylinux tag)"
+    missing = _MISSING.search(output) or _NO_VERSION.search(output)
+    if missing:
+        return EnvBuildError(
+            f"package {missing.group(1)} has no wheel for {target}",
+            where=str(requirements),
+            fix=f"pick a version of {missing.group(1)} that publishes a manylinux x86_64 wheel "
+            f"for Python {python} (pip download --only-binary=:all: --python-version {python} "
+            f"--platform {platforms[0]} shows what there is), or drop it",
+        )
+    tail = "\n".join(line for line in output.strip().splitlines()[-8:])
+    return EnvBuildError(
+        f"pip could not install the requirements for {target}:\n{tail}",
+        where=str(requirements),
+        fix="fix the requirements (numpy is held below 2, as the image's stub needs)",
+    )
+
+
+def _write_layout(
+    root: Path, python: str, key: str, lines: tuple[str, ...], platforms: tuple[str, ...]
+) -> None:
+    site = write_layout(root, python)
+    installed = sorted(
+        "{}=={}".format(*info.name[: -len(".dist-info")].rsplit("-", 1))
+        for info in site.glob("*.dist-info")
+    )
+    document = {
+        "format": ENV_FORMAT,
+        "key": key,
+        "python": python,
+        "platforms": list(platforms),
+        "requirements": list(lines),
+        "constraints": [NUMPY_CONSTRAINT],
+        "installed": installed,
+    }
+    (root / METADATA).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+
+def _pack(root: Path) -> bytes:
+    """The folder as a reproducible .tar.gz, members at the archive root."""
+    buffer = io.BytesIO()
+    with (
+        gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0, compresslevel=6) as compressed,
+        tarfile.open(fileobj=compressed, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
+        for path in sorted(root.rglob("*")):
+            if path.is_symlink():
+                continue  # the backend refuses links that leave the folder; wheels have none
+            info = tar.gettarinfo(str(path), arcname=path.relative_to(root).as_posix())
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            info.mtime = 0
+            executable = path.is_dir() or os.access(path, os.X_OK)
+            info.mode = 0o755 if executable else 0o644
+            if path.is_file():
+                with path.open("rb") as data:
+                    tar.addfile(info, data)
+            else:
+                tar.addfile(info)
+    return buffer.getvalue()
+
+
+def _atomic_bytes(path: Path, data: bytes) -> None:
+    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        Path(name).chmod(0o644)
+        Path(name).replace(path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            Path(name).unlink()
+        raise
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if a.stat().st_size != b.stat().st_size:
+        return False
+    return hashlib.sha256(a.read_bytes()).digest() == hashlib.sha256(b.read_bytes()).digest()
