@@ -26,6 +26,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from deploy.envs.images import DEFAULT_TRITON_VERSION
 from deploy.errors import ConfigError
 
 ENV_PREFIX = "DEPLOY_"
@@ -56,7 +57,9 @@ class InfraSettings(BaseModel):
     scale_out_cooldown_s: int = Field(60, ge=0, description="Scale-out cooldown (seconds).")
     vpc_id: str | None = Field(None, description="Existing VPC id (None: create one).")
     kms_key_arn: str | None = Field(None, description="Existing KMS key ARN (None: create one).")
-    triton_version: str = Field("24.09", description="SageMaker Triton image version.")
+    triton_version: str = Field(
+        DEFAULT_TRITON_VERSION, description="SageMaker Triton image version."
+    )
     model_bucket_name: str | None = Field(None, description="Model-store bucket (None: generated).")
     model_prefix: str = Field(
         "models/", pattern=r"^([A-Za-z0-9!_.*'()-]+/)+$", description="Model-store key prefix."

@@ -93,13 +93,23 @@ def package(
             help="Validate first (as `deploy validate`); errors stop before anything is written.",
         ),
     ] = True,
+    triton_version: Annotated[
+        str | None,
+        typer.Option(
+            "--triton-version",
+            help="SageMaker Triton image (default 24.09): the Python of requirements.txt "
+            "environments.",
+        ),
+    ] = None,
 ) -> None:
     """Validate, then write one archive per model plus manifest.json (incremental)."""
     from deploy.packaging import package_repository
 
     if check:
         _validate_before_packaging(repo)
-    result = package_repository(repo, out, progress=interactive() and not as_json)
+    result = package_repository(
+        repo, out, progress=interactive() and not as_json, triton_version=triton_version
+    )
     if as_json:
         emit_json(result.as_dict())
         return

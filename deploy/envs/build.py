@@ -28,6 +28,7 @@ times and owners).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gzip
 import hashlib
 import io
@@ -135,15 +136,14 @@ def default_cache_dir() -> Path:
     return Path(base) / "deploy" / "envs"
 
 
-def build_environment(
+def cached_environment(
     requirements: Path,
-    out: Path,
     *,
     python: str,
     glibc: tuple[int, int] = (2, 35),
     cache_dir: Path | None = None,
 ) -> BuiltEnvironment:
-    """Build (or take from the cache) the environment of `requirements` into `out`."""
+    """The environment of `requirements` in the cache (built there when it is not)."""
     if not _PYTHON.match(python):
         raise EnvBuildError(
             f"--python {python!r} is not a Python 3 version",
@@ -163,17 +163,30 @@ def build_environment(
             _write_layout(root, python, key, lines, platforms)
             _atomic_bytes(cache, _pack(root))
     metadata = read_metadata(cache)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if not (out.is_file() and _same_file(out, cache)):
-        _atomic_bytes(out, cache.read_bytes())
     return BuiltEnvironment(
-        path=out,
+        path=cache,
         key=key,
         python=python,
         platforms=platforms,
         packages=tuple(metadata.get("installed", [])),
         reused=reused,
     )
+
+
+def build_environment(
+    requirements: Path,
+    out: Path,
+    *,
+    python: str,
+    glibc: tuple[int, int] = (2, 35),
+    cache_dir: Path | None = None,
+) -> BuiltEnvironment:
+    """Build (or take from the cache) the environment of `requirements` into `out`."""
+    cached = cached_environment(requirements, python=python, glibc=glibc, cache_dir=cache_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not (out.is_file() and _same_file(out, cached.path)):
+        _atomic_bytes(out, cached.path.read_bytes())
+    return dataclasses.replace(cached, path=out)
 
 
 def read_metadata(archive: Path) -> dict[str, Any]:

@@ -28,6 +28,7 @@ _UBUNTU_2204 = ImagePython("22.04", "3.10", (2, 35))
 _UBUNTU_2404 = ImagePython("24.04", "3.12", (2, 39))
 _FIRST_2204 = (23, 5)
 _FIRST_2404 = (24, 11)
+DEFAULT_TRITON_VERSION = "24.09"  # the stage setting's default (deploy.config)
 _TAG = re.compile(r"^(\d{2})\.(\d{2})(?:-.*)?$")
 
 

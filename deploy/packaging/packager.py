@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deploy.envs.images import DEFAULT_TRITON_VERSION, image_python
 from deploy.errors import PackagingError
 from deploy.packaging.archive import write_archive
 from deploy.packaging.atomic import AtomicFile, remove_stale_partials
 from deploy.packaging.digest import DigestCache, cached_contents, source_digest
+from deploy.packaging.environments import needs_environment, with_environments
 from deploy.packaging.layout import Entry, archive_entries
 from deploy.packaging.manifest import (
     MANIFEST_NAME,
@@ -80,10 +82,17 @@ def package_repository(
     *,
     progress: bool = False,
     threads: int | None = None,
+    triton_version: str | None = None,
 ) -> PackageResult:
-    """Package every model of `repo` into `out` (incremental, deterministic, atomic)."""
+    """Package every model of `repo` into `out` (incremental, deterministic, atomic).
+
+    `triton_version` (the SageMaker image, default 24.09) decides the Python a
+    model's `requirements.txt` environment is built for.
+    """
     try:
-        return _package_repository(repo, out, progress=progress, threads=threads)
+        return _package_repository(
+            repo, out, progress=progress, threads=threads, triton_version=triton_version
+        )
     except OSError as exc:
         # Reads of the repository fail with their own messages; what is left
         # is the output folder (cannot create, write or rename in it).
@@ -96,7 +105,7 @@ def package_repository(
 
 
 def _package_repository(
-    repo: Path, out: Path, *, progress: bool, threads: int | None
+    repo: Path, out: Path, *, progress: bool, threads: int | None, triton_version: str | None
 ) -> PackageResult:
     repository = load_repository(repo)
     if repository.problems:
@@ -125,6 +134,12 @@ def _package_repository(
     workers = threads if threads is not None else _default_threads()
 
     plans = [(name, *archive_entries(repository, name)) for name in repository.models]
+    if any(needs_environment(model) for model in repository.models.values()):
+        image = image_python(triton_version or DEFAULT_TRITON_VERSION)
+        plans = [
+            (name, with_environments(repository, entries, contains, image), contains)
+            for name, entries, contains in plans
+        ]
     packaged: list[PackagedModel] = []
     commits: list[tuple[Future[Path], PackagedModel]] = []
     # Finished archives are fsynced and moved into place on another thread

@@ -1,0 +1,128 @@
+"""A python model's `requirements.txt`, packaged as its execution environment.
+
+A python model folder with `requirements.txt` at its root gets, in its
+archive, `<model>/python-env.tar.gz` (`deploy.envs.build_environment` for the
+SageMaker image's Python and platform, taken from the environment cache when
+unchanged) and a `config.pbtxt` whose `EXECUTION_ENV_PATH` names it relative
+to the model folder, as SageMaker extracts archives wherever it likes:
+
+    parameters { key: "EXECUTION_ENV_PATH"
+                 value { string_value: "$$TRITON_MODEL_DIRECTORY/python-env.tar.gz" } }
+
+The repository itself is not changed.
+"""
+
+from __future__ import annotations
+
+import stat
+import time
+from pathlib import Path, PurePosixPath
+
+from deploy.envs.build import cached_environment
+from deploy.envs.images import ImagePython
+from deploy.errors import EnvBuildError, PackagingError
+from deploy.packaging.layout import FILE_MODE, RECENT_NS, Entry, change_key_of
+from deploy.repository import CONFIG_FILE, Model, Repository, format_config
+
+REQUIREMENTS_FILE = "requirements.txt"
+ENV_FILE = "python-env.tar.gz"
+ENV_PARAMETER = "EXECUTION_ENV_PATH"
+ENV_VALUE = f"$$TRITON_MODEL_DIRECTORY/{ENV_FILE}"
+
+
+def needs_environment(model: Model) -> bool:
+    return model.backend == "python" and (model.path / REQUIREMENTS_FILE).is_file()
+
+
+def with_environments(
+    repository: Repository,
+    entries: list[Entry],
+    contains: list[str],
+    image: ImagePython,
+    *,
+    cache_dir: Path | None = None,
+) -> list[Entry]:
+    """`entries` of an archive, with an environment for each model folder that asks for one."""
+    result = list(entries)
+    for name in contains:
+        model = repository.models[name]
+        if not needs_environment(model):
+            continue
+        arcroot = _arcroot(result, model)
+        if ENV_PARAMETER in model.config.parameters:
+            raise PackagingError(
+                f"model {name!r} has both {REQUIREMENTS_FILE} and an {ENV_PARAMETER} parameter",
+                where=str(model.path / REQUIREMENTS_FILE),
+                fix=f"keep one: remove {ENV_PARAMETER} (deploy package builds the environment "
+                f"from {REQUIREMENTS_FILE}) or remove {REQUIREMENTS_FILE}",
+            )
+        if (model.path / ENV_FILE).exists():
+            raise PackagingError(
+                f"{ENV_FILE} is the name deploy package gives the environment it builds",
+                where=str(model.path / ENV_FILE),
+                fix=f"rename or remove {ENV_FILE}",
+            )
+        env = _build(model, image, cache_dir)
+        config_name = str(arcroot / CONFIG_FILE)
+        result = [e for e in result if e.arcname != config_name]
+        data = _config_text(model).encode("utf-8")
+        result.append(
+            Entry(arcname=config_name, kind="file", mode=FILE_MODE, size=len(data), data=data)
+        )
+        result.append(_file_entry(env, arcroot / ENV_FILE))
+    return sorted(result, key=lambda e: e.arcname)
+
+
+def _arcroot(entries: list[Entry], model: Model) -> PurePosixPath:
+    """Where the model's folder sits in the archive (at the root, or under deps/)."""
+    for entry in entries:
+        path = PurePosixPath(entry.arcname)
+        if path.name == REQUIREMENTS_FILE and path.parent.name == model.name:
+            return path.parent
+    raise PackagingError(
+        f"{REQUIREMENTS_FILE} of model {model.name!r} is not in its archive",
+        where=str(model.path / REQUIREMENTS_FILE),
+        fix="make it a regular file in the model folder",
+    )
+
+
+def _build(model: Model, image: ImagePython, cache_dir: Path | None) -> Path:
+    try:
+        built = cached_environment(
+            model.path / REQUIREMENTS_FILE,
+            python=image.python,
+            glibc=image.glibc,
+            cache_dir=cache_dir,
+        )
+    except EnvBuildError as exc:
+        raise PackagingError(
+            f"model {model.name!r}: {exc.message}", where=exc.where, fix=exc.fix
+        ) from None
+    return built.path
+
+
+def _config_text(model: Model) -> str:
+    config = type(model.config)()
+    config.CopyFrom(model.config)
+    config.name = model.name
+    config.parameters[ENV_PARAMETER].string_value = ENV_VALUE
+    header = (
+        f"# {ENV_PARAMETER} names the environment deploy package built from {REQUIREMENTS_FILE}\n"
+    )
+    return header + format_config(config)
+
+
+def _file_entry(path: Path, arcname: PurePosixPath) -> Entry:
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode):
+        raise PackagingError("not a regular file", where=str(path), fix="build it again")
+    return Entry(
+        arcname=str(arcname),
+        kind="file",
+        mode=FILE_MODE,
+        size=info.st_size,
+        source=path,
+        stat_key=(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns),
+        change_key=change_key_of(info),
+        recent=info.st_ctime_ns > time.time_ns() - RECENT_NS,
+    )
