@@ -90,8 +90,8 @@ def load_failure_fix(message: str) -> str:
         return (
             f"model.py imports {package!r}, which the Python of the SageMaker Triton image "
             "(and of this endpoint's python backend) lacks: ship it in an execution "
-            "environment (a conda-pack archive named by the EXECUTION_ENV_PATH parameter) "
-            "and re-package"
+            f"environment (list {package} in the model's requirements.txt, which deploy "
+            "package builds into one named by the EXECUTION_ENV_PATH parameter) and re-package"
         )
     return "read the tritonserver log; `deploy validate` the model's repository"
 

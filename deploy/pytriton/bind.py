@@ -6,6 +6,8 @@ For each model the script binds, `REPO/<model>/` gets:
     <version>/model.py           generated: re-runs the script in the python backend
     <version>/pytriton/          the stand-in for PyTriton's API (numpy only)
     <version>/<script's folder>  the script and its local modules, as they are now
+    requirements.txt             the script folder's, if it has one: what `deploy package`
+                                 builds into the model's execution environment
 
 Everything is written into a staging folder beside REPO, checked with
 `deploy validate`, and only then moved into REPO, model by model; an error
@@ -126,6 +128,10 @@ def _write_model(
     )
     (version / "model.py").write_text(text, encoding="utf-8")
     (target / "config.pbtxt").write_text(format_config(model_config(model)), encoding="utf-8")
+    requirements = script.parent / "requirements.txt"
+    if requirements.is_file():
+        # At the model's root, deploy package builds it into the model's environment.
+        shutil.copyfile(requirements, target / "requirements.txt")
 
 
 def _ignore(folder: Path, out: Path) -> Callable[[str, list[str]], set[str]]:

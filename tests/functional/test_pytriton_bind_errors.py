@@ -273,3 +273,11 @@ def test_arguments_after_the_double_dash_go_to_the_script(tmp_path: Path) -> Non
     result = CliRunner().invoke(app, ["bind", str(path), "--out", str(out), "--", "named", "-v"])
     assert result.exit_code == 0, result.output
     assert "ARGV = ['named', '-v']" in (out / "named" / "1" / "model.py").read_text()
+
+
+def test_the_scripts_requirements_become_the_models(tmp_path: Path) -> None:
+    path = script(tmp_path, "with Triton() as t:\n    t.bind('m', infer, X, Y)\n")
+    (path.parent / "requirements.txt").write_text("six==1.17.0\n")
+    out = tmp_path / "repo"
+    bind_script(path, out)
+    assert (out / "m" / "requirements.txt").read_text() == "six==1.17.0\n"

@@ -7,6 +7,7 @@ run the model's code, happens in `deploy.repository.autocomplete`).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -229,6 +230,7 @@ def imports_the_image_lacks(ctx: Context, model: Model) -> Iterator[Diagnostic]:
     if neuron_model or (ctx.instance_type and is_inferentia(ctx.instance_type)):
         return  # Inferentia runs a custom image built with its Neuron packages
     local = _local_modules(model)
+    required = _required(model)
     seen: set[str] = set()
     for source in _parsed(model):
         for module, line in sorted(_imports(source.tree), key=lambda item: item[1]):
@@ -236,15 +238,37 @@ def imports_the_image_lacks(ctx: Context, model: Model) -> Iterator[Diagnostic]:
                 continue
             seen.add(module)
             package = pip_name(module)
+            if required is not None and _normalized(package) in required:
+                continue  # deploy package builds it into the model's environment
             yield warning(
                 model.name,
                 f"{source.path}:{line}",
                 f"parameters[{ENV_PARAMETER}]",
                 f'{source.path.name}:{line} imports "{module}", which the SageMaker Triton '
                 "image's Python does not have (it has the standard library and numpy), so the "
-                "import fails there",
-                f"ship an execution environment: conda-pack an environment with {package} "
-                f"into {model.name}/{model.name}-env.tar.gz and set parameters {{ key: "
-                f'"{ENV_PARAMETER}" value {{ string_value: '
-                f'"$$TRITON_MODEL_DIRECTORY/{model.name}-env.tar.gz" }} }}',
+                "import fails there"
+                + (f" ({REQUIREMENTS} does not list it)" if required is not None else ""),
+                f"add {package} to {model.name}/{REQUIREMENTS}: deploy package builds it into "
+                f"an execution environment for the image's Python and sets {ENV_PARAMETER} "
+                "(or build one with `deploy env build` and name it in the config)",
             )
+
+
+REQUIREMENTS = "requirements.txt"  # deploy.packaging.environments builds it into the archive
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _required(model: Model) -> set[str] | None:
+    """Distribution names the model's requirements.txt lists (None without one)."""
+    path = model.path / REQUIREMENTS
+    if not path.is_file():
+        return None
+    names = set()
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", line.split("#", 1)[0])
+        if match:
+            names.add(_normalized(match.group(1)))
+    return names
