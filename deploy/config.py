@@ -13,12 +13,20 @@ the `config_file` argument names another file. Later features add fields here.
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -108,6 +116,11 @@ class DeploySettings(BaseSettings):
     region: str = Field("us-east-1", description="AWS region.")
     endpoint_name: str = Field("deploy-triton", description="SageMaker endpoint name.")
     instance_type: str = Field("ml.g5.xlarge", description="SageMaker instance type.")
+    hosting: str | None = Field(
+        None,
+        description="How the endpoint hosts the models: multi-model, single-model, async or "
+        "serverless (deploy.hosting); unset: single-model on ml.inf1.*, else multi-model.",
+    )
     local_port: int = Field(
         8080,
         ge=0,
@@ -127,6 +140,18 @@ class DeploySettings(BaseSettings):
         if f"-{self.stage}-" in f"-{self.endpoint_name}-":
             return f"{self.endpoint_name}-{component}"
         return f"{self.endpoint_name}-{self.stage}-{component}"
+
+    @field_validator("hosting")
+    @classmethod
+    def _known_hosting(cls, value: str | None) -> str | None:
+        # The names are the manifest contract's (deploy.client.manifest imports nothing).
+        from deploy.client.manifest import HOSTINGS
+
+        if value is not None and value not in HOSTINGS:
+            close = difflib.get_close_matches(value, HOSTINGS, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ValueError(f"unknown hosting {value!r}{hint}; use one of {', '.join(HOSTINGS)}")
+        return value
 
 
 class _TomlStageSource(PydanticBaseSettingsSource):

@@ -11,10 +11,11 @@ auto-rollback, from the template's DeploymentConfig), and deletes the old
 config only in the cleanup phase, after the endpoint update succeeded. (It
 also spares emulators that cannot replace a config in place.)
 
-An ml.inf1 stage is deployed by the CDK CLI from the synthesized cloud
-assembly (its Neuron image is a container asset), so its templates stay as
-synthesized; the setting `infra.model_archive` points its SageMaker Model
-(and the execution role's read permission) at the uploaded archive.
+A stage whose stacks have container image assets (the inf1 Neuron image) is
+deployed by the CDK CLI from the synthesized cloud assembly, so its templates
+stay as synthesized. For router layouts the setting `infra.model_archive`
+points the SageMaker Model (and the execution role's read permission) at the
+uploaded archive.
 """
 
 from __future__ import annotations
@@ -142,12 +143,12 @@ def stage_templates(
     root_dir: Path | None = None,
 ) -> StageTemplates:
     """The stage's templates (rollout-safe), synthesized once per settings and infra code."""
-    from deploy.neuron.instances import is_inferentia
+    from deploy.lifecycle.assets import container_image_stacks
 
     root = root_dir or _root_or_cwd()
     # Only what the CDK app reads: paths of models and packages do not matter here.
     relevant = settings.model_dump_json(
-        include={"stage", "region", "endpoint_name", "instance_type", "infra"}
+        include={"stage", "region", "endpoint_name", "instance_type", "hosting", "infra"}
     )
     key = hashlib.sha256((relevant + _infra_fingerprint(root)).encode()).hexdigest()[:20]
     folder = cache_dir / key
@@ -158,13 +159,16 @@ def stage_templates(
         produced = (synthesize or _cdk_synthesize)(settings, folder / "cdk.out")
         order = {name: str(path) for name, path in produced.items()}
         index.write_text(json.dumps(order), encoding="utf-8")
-    # The CDK CLI deploys an inf1 stage from the assembly: its templates as written.
-    pin = pin_endpoint_configs if not is_inferentia(settings.instance_type) else _as_is
+    # The CDK CLI deploys a stage whose stacks build an image (the inf1 Neuron image)
+    # from the assembly: its templates as written.
+    assembly = folder / "cdk.out"
+    built = container_image_stacks(assembly, list(order))
+    pin = _as_is if built else pin_endpoint_configs
     templates = {
         name: pin(json.loads(Path(path).read_text(encoding="utf-8")))
         for name, path in order.items()
     }
-    return StageTemplates(templates, folder / "cdk.out")
+    return StageTemplates(templates, assembly)
 
 
 def _as_is(template: dict[str, Any]) -> dict[str, Any]:
