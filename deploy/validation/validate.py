@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from deploy.neuron import validation as _neuron_rules  # noqa: F401  (NeuronCore rules)
 from deploy.repository import Repository, config_json, format_config, load_repository
 from deploy.validation import rules as _rules  # noqa: F401  (registers the built-in rules)
 from deploy.validation.diagnostics import ConfigView, Diagnostic, Report, error
