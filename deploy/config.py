@@ -69,11 +69,12 @@ class InfraSettings(BaseModel):
     model_prefix: str = Field(
         "models/", pattern=r"^([A-Za-z0-9!_.*'()-]+/)+$", description="Model-store key prefix."
     )
-    model_archive: str = Field(
-        "inf1/model.tar.gz",
+    model_archive: str | None = Field(
+        None,
         pattern=r"^([A-Za-z0-9!_.*'()-]+/)*[A-Za-z0-9!_.*'()-]+\.tar\.gz$",
-        description="ml.inf1 stages: the single-model archive's key under model_prefix "
-        "(`deploy up` sets a content-derived one, so new bytes give a new SageMaker Model).",
+        description="Router layouts (single-model, async, serverless): the archive's key "
+        "under model_prefix (None: `<the mode's folder>model.tar.gz`, e.g. inf1/model.tar.gz; "
+        "`deploy up` sets a content-derived one, so new bytes give a new SageMaker Model).",
     )
     alarm_5xx_errors: int = Field(1, ge=1, description="Invocation5XXErrors per minute.")
     alarm_model_latency_p99_ms: float = Field(1000.0, gt=0, description="ModelLatency p99 (ms).")

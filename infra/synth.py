@@ -25,9 +25,9 @@ from infra.errors import InfraConfigError
 from infra.instances import instance_spec
 from infra.stacks.api import ApiStack
 from infra.stacks.endpoint import EndpointStack
-from infra.stacks.inf1_endpoint import Inf1EndpointStack
 from infra.stacks.model_store import ModelStoreStack
 from infra.stacks.network import NetworkStack
+from infra.stacks.single_model_endpoint import SingleModelEndpointStack
 
 # Used when neither the settings nor the CDK CLI name an account: synth stays
 # offline and reproducible (cdk.json pins this account's availability zones).
@@ -87,7 +87,8 @@ def build_app(
         store=store.store,
         env=env,
         tags=tags,
-        description=f"deploy {settings.stage}: SageMaker Triton MME {settings.endpoint_name}",
+        description=f"deploy {settings.stage}: SageMaker Triton {mode.name} endpoint "
+        f"{settings.endpoint_name}",
     )
     stacks: dict[str, cdk.Stack] = {
         "model-store": store,
@@ -112,22 +113,30 @@ def build_app(
     return StageApp(app, stacks)
 
 
+# The endpoint stack each hosting mode synthesizes (`HostingMode.endpoint_stack`).
+ENDPOINT_STACKS: dict[str, type[cdk.Stack]] = {
+    "multi-model": EndpointStack,
+    "single-model": SingleModelEndpointStack,
+}
+
+
 def endpoint_stack_for(hosting: str, instance_type: str) -> type[cdk.Stack]:
-    """The endpoint stack class of a hosting mode (`HostingMode.endpoint_stack`), after
-    the instance checks that fail before any construct exists."""
+    """The endpoint stack class of a hosting mode, after the instance checks that fail
+    before any construct exists."""
     from deploy.neuron.instances import is_inferentia, neuron_cores
 
-    if hosting == "multi-model":
-        instance_spec(instance_type)
-        return EndpointStack
-    if hosting == "single-model" and is_inferentia(instance_type):
+    stack = ENDPOINT_STACKS.get(hosting)
+    if stack is None:
+        raise InfraConfigError(
+            f"hosting {hosting!r} has no endpoint stack in this version",
+            where="hosting",
+            fix=f"use hosting {' or '.join(ENDPOINT_STACKS)}",
+        )
+    if hosting != "multi-model" and is_inferentia(instance_type):
         neuron_cores(instance_type)  # an unknown inf1 size fails here
-        return Inf1EndpointStack
-    raise InfraConfigError(
-        f"hosting {hosting!r} on {instance_type} has no endpoint stack in this version",
-        where="hosting",
-        fix="use hosting multi-model, or single-model on ml.inf1",
-    )
+    else:
+        instance_spec(instance_type)
+    return stack
 
 
 def synthesize(settings: DeploySettings, outdir: Path, *, nag: bool = True) -> dict[str, Path]:
