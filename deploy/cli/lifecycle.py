@@ -1,6 +1,6 @@
 """`deploy up`, `deploy status`, `deploy down`, `deploy prune`: an endpoint's lifecycle.
 
-`--local` runs the endpoint on this machine (`deploy.local.provider`);
+`--local` runs the endpoint on this machine (`deploy.lifecycle.local_provider`);
 without it the stage goes to AWS (`deploy.lifecycle.aws_provider`). The
 stages are the same for every provider (`deploy.lifecycle.up`).
 """
