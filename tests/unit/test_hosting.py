@@ -81,3 +81,31 @@ def test_modes_say_how_a_client_addresses_a_model_and_where_the_manifest_goes() 
         assert mode.addressing == ROUTER and not mode.front_door
         assert mode.manifest_key == f"{folder}manifest.json"
         assert mode.package_dir(Path("build/models")) == Path("build/models") / folder.rstrip("/")
+
+
+def test_deploy_package_with_a_router_mode_writes_one_archive_and_its_manifest(
+    tmp_path: Path,
+) -> None:
+    import json
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from deploy.cli import app
+    from deploy.client.manifest import read
+
+    neuron = Path(__file__).resolve().parents[2] / "model_packages" / "neuron" / "repository"
+    repo = tmp_path / "repo"
+    shutil.copytree(neuron, repo, ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app, ["package", str(repo), "--out", str(out), "--hosting", "single-model", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    manifest = read(out)
+    assert document["hosting"] == manifest.hosting == "single-model"
+    assert manifest.archive is not None and (out / manifest.archive.key).is_file()
+    assert sorted(manifest.models) == ["classifier_batched", "classifier_single"]
+    unknown = CliRunner().invoke(app, ["package", str(repo), "--out", str(out), "--hosting", "mme"])
+    assert unknown.exit_code == 1 and "unknown hosting 'mme'" in unknown.output
