@@ -53,6 +53,7 @@ lint: $(STAMPS)/venv
 	$(BIN)/ruff check deploy infra handlers tests bench model_packages
 	$(BIN)/ruff format --check deploy infra handlers tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 format: $(STAMPS)/venv
 	$(BIN)/ruff format deploy infra handlers tests bench

@@ -13,12 +13,20 @@ the `config_file` argument names another file. Later features add fields here.
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -64,11 +72,12 @@ class InfraSettings(BaseModel):
     model_prefix: str = Field(
         "models/", pattern=r"^([A-Za-z0-9!_.*'()-]+/)+$", description="Model-store key prefix."
     )
-    model_archive: str = Field(
-        "inf1/model.tar.gz",
+    model_archive: str | None = Field(
+        None,
         pattern=r"^([A-Za-z0-9!_.*'()-]+/)*[A-Za-z0-9!_.*'()-]+\.tar\.gz$",
-        description="ml.inf1 stages: the single-model archive's key under model_prefix "
-        "(`deploy up` sets a content-derived one, so new bytes give a new SageMaker Model).",
+        description="Router layouts (single-model, async, serverless): the archive's key "
+        "under model_prefix (None: `<the mode's folder>model.tar.gz`, e.g. inf1/model.tar.gz; "
+        "`deploy up` sets a content-derived one, so new bytes give a new SageMaker Model).",
     )
     alarm_5xx_errors: int = Field(1, ge=1, description="Invocation5XXErrors per minute.")
     alarm_model_latency_p99_ms: float = Field(1000.0, gt=0, description="ModelLatency p99 (ms).")
@@ -111,6 +120,11 @@ class DeploySettings(BaseSettings):
     region: str = Field("us-east-1", description="AWS region.")
     endpoint_name: str = Field("deploy-triton", description="SageMaker endpoint name.")
     instance_type: str = Field("ml.g5.xlarge", description="SageMaker instance type.")
+    hosting: str | None = Field(
+        None,
+        description="How the endpoint hosts the models: multi-model, single-model, async or "
+        "serverless (deploy.hosting); unset: single-model on ml.inf1.*, else multi-model.",
+    )
     local_port: int = Field(
         8080,
         ge=0,
@@ -130,6 +144,18 @@ class DeploySettings(BaseSettings):
         if f"-{self.stage}-" in f"-{self.endpoint_name}-":
             return f"{self.endpoint_name}-{component}"
         return f"{self.endpoint_name}-{self.stage}-{component}"
+
+    @field_validator("hosting")
+    @classmethod
+    def _known_hosting(cls, value: str | None) -> str | None:
+        # The names are the manifest contract's (deploy.client.manifest imports nothing).
+        from deploy.client.manifest import HOSTINGS
+
+        if value is not None and value not in HOSTINGS:
+            close = difflib.get_close_matches(value, HOSTINGS, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ValueError(f"unknown hosting {value!r}{hint}; use one of {', '.join(HOSTINGS)}")
+        return value
 
 
 class _TomlStageSource(PydanticBaseSettingsSource):

@@ -71,6 +71,7 @@ def describe(value: np.ndarray) -> str:
 
 def run(repository: Path, store: Path) -> list[dict[str, Any]]:
     from deploy.client import Endpoint
+    from deploy.client.manifest import MANIFEST_NAME
     from deploy.local.endpoint import LocalEndpoint
     from deploy.packaging import package_repository, read_manifest
 
@@ -79,7 +80,7 @@ def run(repository: Path, store: Path) -> list[dict[str, Any]]:
     rows = []
     with (
         LocalEndpoint(store) as local,
-        Endpoint("local", endpoint_url=local.url, manifest=store / "manifest.json") as endpoint,
+        Endpoint("local", endpoint_url=local.url, manifest=store / MANIFEST_NAME) as endpoint,
     ):
         for name, entry in sorted(manifest.models.items()):
             model = {

@@ -21,6 +21,7 @@ _TOP_LEVEL = frozenset(DeploySettings.model_fields) - {"infra", "stage"}
 _INFRA = frozenset(InfraSettings.model_fields)
 # Context the app reads besides settings, and plain keys the CDK CLI itself keeps.
 _OTHER_KEYS = frozenset({"stage", "acknowledged-issue-numbers"})
+NAG_CONTEXT = "deploy:nag"  # deploy.lifecycle.templates sets it false
 
 
 def _cdk_owned(key: str) -> bool:
@@ -80,9 +81,11 @@ def main() -> int:
     app = cdk.App()
     context = dict(app.node.get_all_context())
     stage = context.pop("stage", None)
+    # `deploy up` synthesizes without cdk-nag (`make test` runs it).
+    nag = str(context.pop(NAG_CONTEXT, True)).lower() != "false"
     try:
         settings = load_settings(stage=stage, **overrides_from_context(context))
-        build_app(settings, app=app)
+        build_app(settings, app=app, nag=nag)
     except DeployError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

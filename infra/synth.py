@@ -20,13 +20,14 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from deploy.config import DeploySettings
-from deploy.neuron.instances import is_inferentia, neuron_cores
+from deploy.hosting import mode_for
+from infra.errors import InfraConfigError
 from infra.instances import instance_spec
 from infra.stacks.api import ApiStack
 from infra.stacks.endpoint import EndpointStack
-from infra.stacks.inf1_endpoint import Inf1EndpointStack
 from infra.stacks.model_store import ModelStoreStack
 from infra.stacks.network import NetworkStack
+from infra.stacks.single_model_endpoint import SingleModelEndpointStack
 
 # Used when neither the settings nor the CDK CLI name an account: synth stays
 # offline and reproducible (cdk.json pins this account's availability zones).
@@ -48,11 +49,8 @@ def build_app(
     nag: bool = True,
 ) -> StageApp:
     """Compose the stage's stacks in `app` (a new one writing to `outdir` if not given)."""
-    inferentia = is_inferentia(settings.instance_type)  # single-model endpoint, Neuron image
-    if inferentia:
-        neuron_cores(settings.instance_type)  # fail fast on an unknown inf1 size
-    else:
-        instance_spec(settings.instance_type)  # fail fast, before any construct exists
+    mode = mode_for(settings)
+    endpoint_stack = endpoint_stack_for(mode.name, settings.instance_type)
     if app is None:
         app = cdk.App(outdir=str(outdir) if outdir is not None else None, context=_pinned_context())
     env = cdk.Environment(
@@ -81,7 +79,6 @@ def build_app(
         tags=tags,
         description=f"deploy {settings.stage}: private network for {settings.endpoint_name}",
     )
-    endpoint_stack = Inf1EndpointStack if inferentia else EndpointStack
     endpoint = endpoint_stack(
         app,
         settings.stack_name("endpoint"),
@@ -90,15 +87,16 @@ def build_app(
         store=store.store,
         env=env,
         tags=tags,
-        description=f"deploy {settings.stage}: SageMaker Triton MME {settings.endpoint_name}",
+        description=f"deploy {settings.stage}: SageMaker Triton {mode.name} endpoint "
+        f"{settings.endpoint_name}",
     )
     stacks: dict[str, cdk.Stack] = {
         "model-store": store,
         "network": network,
         "endpoint": endpoint,
     }
-    # The front door sends TargetModel (multi-model); the inf1 layout has none yet.
-    if settings.infra.api and not inferentia:
+    # The front door sends TargetModel: only modes that address models that way have it.
+    if settings.infra.api and mode.front_door:
         api = ApiStack(
             app,
             settings.stack_name("api"),
@@ -113,6 +111,32 @@ def build_app(
     if nag:
         cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
     return StageApp(app, stacks)
+
+
+# The endpoint stack each hosting mode synthesizes (`HostingMode.endpoint_stack`).
+ENDPOINT_STACKS: dict[str, type[cdk.Stack]] = {
+    "multi-model": EndpointStack,
+    "single-model": SingleModelEndpointStack,
+}
+
+
+def endpoint_stack_for(hosting: str, instance_type: str) -> type[cdk.Stack]:
+    """The endpoint stack class of a hosting mode, after the instance checks that fail
+    before any construct exists."""
+    from deploy.neuron.instances import is_inferentia, neuron_cores
+
+    stack = ENDPOINT_STACKS.get(hosting)
+    if stack is None:
+        raise InfraConfigError(
+            f"hosting {hosting!r} has no endpoint stack in this version",
+            where="hosting",
+            fix=f"use hosting {' or '.join(ENDPOINT_STACKS)}",
+        )
+    if hosting != "multi-model" and is_inferentia(instance_type):
+        neuron_cores(instance_type)  # an unknown inf1 size fails here
+    else:
+        instance_spec(instance_type)
+    return stack
 
 
 def synthesize(settings: DeploySettings, outdir: Path, *, nag: bool = True) -> dict[str, Path]:

@@ -33,6 +33,15 @@ RegionOption = Annotated[
 ]
 StageOption = Annotated[str | None, typer.Option("--stage", help="Stage (deploy.toml section).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+HostingOption = Annotated[
+    str | None,
+    typer.Option(
+        "--hosting",
+        help="How the endpoint hosts the models: multi-model, single-model, async or "
+        "serverless (default: the stage's `hosting` setting; ml.inf1.*: single-model, "
+        "else multi-model).",
+    ),
+]
 
 # The flags that only mean something on AWS, by parameter name.
 AWS_FLAGS = {"stage": "--stage", "region": "--region", "profile": "--profile"}

@@ -1,6 +1,6 @@
 """`deploy up`, `deploy status`, `deploy down`, `deploy prune`: an endpoint's lifecycle.
 
-`--local` runs the endpoint on this machine (`deploy.local.provider`);
+`--local` runs the endpoint on this machine (`deploy.lifecycle.local_provider`);
 without it the stage goes to AWS (`deploy.lifecycle.aws_provider`). The
 stages are the same for every provider (`deploy.lifecycle.up`).
 """
@@ -14,6 +14,7 @@ import typer
 
 from deploy.cli.flags import (
     AWS_FLAGS,
+    HostingOption,
     JsonOption,
     ProfileOption,
     RegionOption,
@@ -61,6 +62,7 @@ def up(
     instance: str | None = typer.Option(
         None, "--instance", help="SageMaker instance type (ml.inf1.*: a single-model endpoint)."
     ),
+    hosting: HostingOption = None,
     region: RegionOption = None,
     profile: ProfileOption = None,
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and stop."),
@@ -100,6 +102,7 @@ def up(
         )
         _up_local(
             stage=stage,
+            hosting=hosting,
             endpoint_name=endpoint_name or "local",
             repository=repository,
             package_dir=package_dir,
@@ -116,6 +119,7 @@ def up(
     _up_aws(
         stage=stage,
         instance=instance,
+        hosting=hosting,
         region=region,
         profile=profile,
         endpoint_name=endpoint_name,
@@ -133,6 +137,7 @@ def up(
 def _up_local(
     *,
     stage: str | None,
+    hosting: str | None,
     endpoint_name: str,
     repository: Path | None,
     package_dir: Path | None,
@@ -148,16 +153,20 @@ def _up_local(
         require("local")  # before packaging: the endpoint it starts needs it
     from deploy.cli.output import console, emit_json, interactive
     from deploy.config import load_settings
+    from deploy.hosting import mode_named
+    from deploy.lifecycle.local_provider import LocalProvider
     from deploy.lifecycle.progress import reporter
     from deploy.lifecycle.render import render_plan
     from deploy.lifecycle.up import UpOptions
     from deploy.lifecycle.up import up as run_up
-    from deploy.local.provider import LocalProvider
 
     # The stage picks the repository and package folder of deploy.toml.
     settings = load_settings(
         stage=stage, repository=repository, package_dir=package_dir, endpoint_name=endpoint_name
     )
+    # The instance type applies to AWS only, so it implies no mode here: --hosting, else
+    # the stage's `hosting` setting, else multi-model.
+    mode = mode_named(hosting or settings.hosting or "multi-model")
     provider = LocalProvider(
         endpoint_name,
         port=port if port is not None else settings.local_port,
@@ -172,6 +181,7 @@ def _up_local(
         options=UpOptions(dry_run=dry_run, skip_smoke=skip_smoke, timeout_s=timeout),
         reporter=reporter(interactive=interactive() and not as_json, lines=not as_json),
         on_plan=None if as_json else (lambda plan: render_plan(plan, out)),
+        mode=mode,
     )
     url = provider.data_plane().endpoint_url
     if as_json:
@@ -242,7 +252,7 @@ def status(
     reject(ctx, AWS_FLAGS, because="to --local: the local endpoint runs on this machine")
     endpoint_name = endpoint_name or "local"
     from deploy.cli.output import console, emit_json
-    from deploy.local.provider import LocalProvider
+    from deploy.lifecycle.local_provider import LocalProvider
 
     document = LocalProvider(endpoint_name).status()
     if as_json:
@@ -290,7 +300,7 @@ def down(
     )
     endpoint_name = endpoint_name or "local"
     from deploy.cli.output import console, emit_json
-    from deploy.local.provider import LocalProvider
+    from deploy.lifecycle.local_provider import LocalProvider
 
     local_provider = LocalProvider(endpoint_name)
     stopped = local_provider.stop()
@@ -382,6 +392,7 @@ def _aws_provider(
     endpoint_name: str | None,
     *,
     instance: str | None = None,
+    hosting: str | None = None,
     smoke_endpoint_url: str | None = None,
     smoke_endpoint_name: str | None = None,
     repository: Path | None = None,
@@ -395,6 +406,7 @@ def _aws_provider(
         profile=profile,
         endpoint_name=endpoint_name,
         instance_type=instance,
+        hosting=hosting,
         repository=repository,
         package_dir=package_dir,
     )
@@ -410,6 +422,7 @@ def _up_aws(
     *,
     stage: str | None,
     instance: str | None,
+    hosting: str | None,
     region: str | None,
     profile: str | None,
     endpoint_name: str | None,
@@ -437,6 +450,7 @@ def _up_aws(
         profile,
         endpoint_name,
         instance=instance,
+        hosting=hosting,
         smoke_endpoint_url=smoke_endpoint_url,
         smoke_endpoint_name=smoke_endpoint_name,
         repository=repository,

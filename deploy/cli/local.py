@@ -19,6 +19,10 @@ def register(app: typer.Typer) -> None:
     app.command("serve")(serve)
 
 
+# The hosting modes `deploy serve` runs on this machine (deploy.hosting names them all).
+SERVED_HOSTINGS = ("multi-model", "single-model")
+
+
 def serve(
     ctx: typer.Context,
     store: str = typer.Argument(
@@ -94,9 +98,10 @@ def serve(
     mode: Annotated[
         str,
         typer.Option(
+            "--hosting",
             "--mode",
-            help="multi-model (SageMaker MME), or single-model: the inf1 layout, every model "
-            "of the repository STORE loaded behind a generated router.",
+            help="multi-model (SageMaker MME), or single-model: the router layout, every "
+            "model of the repository STORE loaded behind a generated router.",
         ),
     ] = "multi-model",
     profile: Annotated[
@@ -126,8 +131,11 @@ def serve(
             reject(ctx, {"profile": "--profile"}, because="to a store on this machine")
         # What boto3 reads for the store's S3 client, as `AWS_PROFILE=... deploy serve`.
         os.environ["AWS_PROFILE"] = profile
-    if mode not in ("multi-model", "single-model"):
-        raise typer.BadParameter("use multi-model or single-model", param_hint="--mode")
+    if mode not in SERVED_HOSTINGS:
+        raise typer.BadParameter(
+            f"{mode!r}: this version serves {' or '.join(SERVED_HOSTINGS)} locally",
+            param_hint="--hosting/--mode",
+        )
     if mode == "single-model":
         reject(
             ctx,
@@ -137,7 +145,7 @@ def serve(
                 "auto_complete_config": "--auto-complete-config",
                 "package_dir": "--package-dir",
             },
-            because="to --mode single-model: every model is loaded at start, none evicted",
+            because="to --hosting single-model: every model is loaded at start, none evicted",
         )
     elif package_dir is not None and is_store(store):
         reject(

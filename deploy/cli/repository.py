@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from deploy.cli.flags import HostingOption
 from deploy.cli.output import console, emit_json, interactive
 from deploy.errors import ValidationFailedError
 
 if TYPE_CHECKING:
+    from deploy.hosting import Layout
     from deploy.validation import Report
 
 RepoArgument = Annotated[
@@ -101,12 +103,22 @@ def package(
             "environments.",
         ),
     ] = None,
+    hosting: HostingOption = None,
 ) -> None:
-    """Validate, then write one archive per model plus manifest.json (incremental)."""
+    """Validate, then write one archive per model plus manifest.json (incremental);
+    with --hosting single-model (async, serverless): one archive with every model and
+    the router."""
     from deploy.packaging import package_repository
 
     if check:
         _validate_before_packaging(repo)
+    if hosting is not None:
+        from deploy.hosting import mode_named
+
+        mode = mode_named(hosting)
+        if mode.layout.name != "per-model":
+            _package_router(mode.layout, repo, out, as_json=as_json)
+            return
     result = package_repository(
         repo, out, progress=interactive() and not as_json, triton_version=triton_version
     )
@@ -127,7 +139,7 @@ def package(
     for packaged in result.models:
         entry = packaged.entry
         status = "unchanged" if packaged.reused else "written"
-        table.add_row(entry.name, size(entry.bytes), status, entry.target_model)
+        table.add_row(entry.name, size(entry.bytes or 0), status, entry.target_model)
     out_console = console()
     out_console.print(table)
     out_console.print(f"manifest: {result.manifest_path}")
@@ -147,3 +159,17 @@ def _validate_before_packaging(repo: Path) -> None:
             fix="fix the errors listed above (`deploy validate` checks again), or pass "
             "--no-validate to package anyway",
         )
+
+
+def _package_router(layout: Layout, repo: Path, out: Path, *, as_json: bool) -> None:
+    from deploy.lifecycle.render import size
+
+    package = layout.package(repo, out)
+    if as_json:
+        emit_json(package.document)
+        return
+    archive = package.archive
+    models = ", ".join(sorted(package.manifest.models))
+    size_text = size(archive.bytes) if archive else "?"
+    console().print(f"wrote {out / 'model.tar.gz'} ({size_text}: {models} + router)")
+    console().print(f"manifest: {package.manifest_path}")

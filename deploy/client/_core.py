@@ -18,7 +18,6 @@ from deploy.client._errors import (
     ResponseFormatError,
 )
 from deploy.client._manifest import (
-    SINGLE_MODEL,
     Manifest,
     ModelInfo,
     manifest_url_for,
@@ -26,6 +25,7 @@ from deploy.client._manifest import (
 )
 from deploy.client._result import InferResult
 from deploy.client._validate import check_input_names, check_outputs, check_payload, check_shape
+from deploy.client.manifest import ROUTER, ROUTER_PARAMETER
 
 # SageMaker real-time InvokeEndpoint accepts at most 6 MB of payload.
 DEFAULT_MAX_PAYLOAD = 6 * 1024 * 1024
@@ -184,11 +184,10 @@ def route(
 ) -> Route:
     """Resolve a logical model name (or accept an explicit TargetModel)."""
     info = manifest.find(model) if manifest is not None else None
-    single = manifest is not None and manifest.hosting == SINGLE_MODEL
-    if single:
-        # Inferentia: one router model behind the endpoint; it picks the model by parameter.
+    if manifest is not None and manifest.addressing == ROUTER:
+        # One router model behind the endpoint: it picks the model by request parameter.
         name = target_model or (info.name if info is not None else model)
-        return Route(model, None, info, {"target_model": name}, info is not None)
+        return Route(model, None, info, {ROUTER_PARAMETER: name}, info is not None)
     if target_model is not None:
         return Route(model, target_model, info)
     if info is not None:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from deploy.client._errors import InvalidInputError
+from deploy.client.manifest import DATATYPES as MANIFEST_DATATYPES
 
 # Fixed-size datatypes, little-endian as the protocol sends them.
 FIXED_DTYPES: dict[str, np.dtype[Any]] = {
@@ -32,7 +33,8 @@ FIXED_DTYPES: dict[str, np.dtype[Any]] = {
     "FP64": np.dtype("<f8"),
     "BF16": np.dtype("<u2"),
 }
-DATATYPES: frozenset[str] = frozenset([*FIXED_DTYPES, "BYTES"])
+# Every datatype the manifest contract names has a dtype here (BYTES: numpy objects).
+DATATYPES: frozenset[str] = MANIFEST_DATATYPES
 
 _BY_KIND_SIZE = {
     ("i", 1): "INT8",

@@ -8,11 +8,17 @@
     stages.py      the stages themselves; no AWS calls except through a Provider
     smoke.py       smoke-testing changed models through the SDK with generated inputs
     up.py          chains the stages for `deploy up` (and `--dry-run`)
-    single_model.py  the ml.inf1 stages: one archive (every model + router), single-model endpoint
     cdk_cli.py     the pinned CDK CLI (and the Docker check) for stacks with container images
     aws_provider.py  the AWS provider: S3 model store, CloudFormation stacks, SageMaker
+    aws_clients.py   the AWS service clients, built by one factory and passed in
+    aws_stage.py     a stage's resources on AWS (stacks, model store, endpoint), by name
+    rollout.py     CloudFormation rollouts and waiting for the endpoint
+    operations.py  `deploy status/down/prune` on AWS
+    local_provider.py  the local provider: `deploy serve` in the background
     progress.py    live views (upload bytes, rollout status) on a TTY, silent otherwise
 
+What differs between hosting modes (multi-model, single-model, async,
+serverless) comes from the `deploy.hosting.HostingMode` the stages are given.
 Planning makes describe/list calls only; upload, provision and publish are
 the only mutating stages. The manifest is published last, after the smoke
 test of every changed model passed, so clients never resolve a TargetModel

@@ -12,10 +12,10 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from deploy.aws.s3 import ModelStore
-from deploy.aws.session import AwsSession
 from deploy.errors import ConfigError
 
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)  # zip entries carry no build time: same bytes each run
@@ -33,8 +33,25 @@ def zip_directory(folder: Path) -> bytes:
     return buffer.getvalue()
 
 
+def container_image_stacks(assembly: Path, stacks: list[str]) -> list[str]:
+    """The stacks of `stacks` with container image assets (they need Docker and the CDK CLI)."""
+    found = []
+    for stack in stacks:
+        manifest = assembly / f"{stack}.assets.json"
+        if manifest.is_file() and json.loads(manifest.read_text(encoding="utf-8")).get(
+            "dockerImages"
+        ):
+            found.append(stack)
+    return found
+
+
 def publish_file_assets(
-    assembly: Path, stack: str, session: AwsSession, *, region: str
+    assembly: Path,
+    stack: str,
+    *,
+    account: str,
+    region: str,
+    store: Callable[[str], ModelStore],
 ) -> list[str]:
     """Upload the stack's file assets that are not in their bucket yet; returns the keys sent."""
     manifest = assembly / f"{stack}.assets.json"
@@ -53,15 +70,14 @@ def publish_file_assets(
         if source.get("packaging") == "file" and source["path"].endswith(".template.json"):
             continue  # the template itself goes to CloudFormation as TemplateBody
         path = assembly / source["path"]
-        account = session.account_id()
         for destination in asset["destinations"].values():
             bucket = _substitute(destination["bucketName"], account, region)
             key = _substitute(destination["objectKey"], account, region)
-            store = ModelStore(session, bucket)
-            if store.head(key) is not None:
+            bucket_store = store(bucket)
+            if bucket_store.head(key) is not None:
                 continue  # content-addressed key: already published
             data = zip_directory(path) if source.get("packaging") == "zip" else path.read_bytes()
-            store.put_bytes(key, data, content_type="application/octet-stream")
+            bucket_store.put_bytes(key, data, content_type="application/octet-stream")
             sent.append(f"s3://{bucket}/{key}")
     return sent
 

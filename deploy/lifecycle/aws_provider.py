@@ -1,51 +1,47 @@
-"""The AWS provider: model store in S3, stacks through CloudFormation, SageMaker.
+"""The AWS provider: the `deploy up` stages' Provider on S3, CloudFormation and SageMaker.
 
 Provisioning deploys the CDK app's synthesized templates with CloudFormation
 (CreateStack/UpdateStack), against AWS and against the moto server alike
 (the CDK CLI cannot deploy to moto). Stacks go in dependency order; the
 model store stack comes first because archives are uploaded before the
-endpoint is touched.
+endpoint is touched. A stage whose stacks have container image assets (the
+inf1 Neuron image) is deployed by the pinned CDK CLI instead, which builds
+the image with Docker: `require_provisioning_tools` checks for both before
+anything changes.
 
-An ml.inf1 stage (single-model hosting) differs in three places: its one
-archive goes to `<prefix>inf1/model-<hash>.tar.gz` and its manifest to
-`<prefix>inf1/manifest.json` (next to the archive, where the SDK looks for
-it); its templates point the Model at that archive (`use_model_archive`);
-and its stacks are deployed by the pinned CDK CLI, which builds the Neuron
-image (a container asset) with Docker: `require_provisioning_tools` checks
-for both before anything changes.
+What differs between hosting modes (where the archives and the manifest go,
+which endpoint stack) comes from the stage's `HostingMode`; the service
+clients come from `aws_clients` (one factory), so tests pass fakes in.
+The units: `aws_stage` (finding the stage's resources), `rollout`
+(CloudFormation rollouts and waiting), `cdk_cli` (the CDK CLI), `operations`
+(`deploy status/down/prune`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deploy.aws import ssm
-from deploy.aws.autoscaling import AutoScaling
-from deploy.aws.cloudformation import StackEvent, Stacks, template_body
-from deploy.aws.cloudwatch import CloudWatch
-from deploy.aws.ec2 import cdk_lookup_context
+from deploy.aws.cloudformation import Stacks, template_body
 from deploy.aws.s3 import DEFAULT_PART_SIZE, ModelStore
 from deploy.aws.sagemaker import EndpointState, SageMaker
 from deploy.aws.session import AwsCallError, AwsSession
+from deploy.client.manifest import HOSTINGS
 from deploy.config import DeploySettings
-from deploy.errors import AwsError, DeployError
-from deploy.lifecycle.assets import publish_file_assets
-from deploy.lifecycle.cdk_cli import cdk_deploy, require_tools
-from deploy.lifecycle.plan import (
-    InfraSpec,
-    ModelChange,
-    diff_infra,
-    manifest_entries,
-    superseded_archives,
-)
+from deploy.errors import AwsError
+from deploy.hosting import HostingMode, StoredFile, mode_for
+from deploy.lifecycle.assets import container_image_stacks, publish_file_assets
+from deploy.lifecycle.aws_clients import AwsClients, aws_clients
+from deploy.lifecycle.aws_stage import AwsStage, StoreLocation
+from deploy.lifecycle.cdk_cli import IMAGE, provision_with_cdk_cli, require_tools
+from deploy.lifecycle.operations import StageOperations
+from deploy.lifecycle.plan import InfraSpec, diff_infra
 from deploy.lifecycle.provider import DataPlane, EndpointView, InfraPlan, Reporter, UploadOutcome
+from deploy.lifecycle.rollout import Rollout, RolloutFailedError, failure_reason, say
 from deploy.lifecycle.templates import (
     StageTemplates,
     Synthesizer,
@@ -53,39 +49,31 @@ from deploy.lifecycle.templates import (
     project_root,
     stage_templates,
 )
-from deploy.neuron.instances import is_inferentia
 
-MANIFEST_KEY = "manifest.json"
-# Where an inf1 stage keeps its archives and manifest, under the model-store prefix.
-SINGLE_MODEL_FOLDER = "inf1/"
-ENDPOINT_TYPE = "AWS::SageMaker::Endpoint"
+__all__ = [
+    "MIN_BOOTSTRAP_VERSION",
+    "AwsProvider",
+    "RolloutFailedError",
+    "StoreLocation",
+    "failure_reason",
+]
+
 BOOTSTRAP_STACK = "CDKToolkit"
-# `deploy down` deletes in this order (the network imports the model-store bucket for
-# its S3 endpoint policy, so it goes first); without --purge only what is billed per hour.
-_DOWN_ORDER = ("api", "endpoint", "network", "model-store")
-_BILLED_HOURLY = ("api", "endpoint")
 # The synthesized templates' CheckBootstrapVersion rule refuses versions 1-5.
 MIN_BOOTSTRAP_VERSION = 6
 
 
-class RolloutFailedError(AwsError):
-    """A stack update failed; the previous configuration keeps serving."""
-
-
-@dataclass(frozen=True)
-class StoreLocation:
-    bucket: str
-    prefix: str
-
-
 class AwsProvider:
     name = "aws"
+    hostings: tuple[str, ...] = HOSTINGS  # each mode's own checks refuse what it cannot run
 
     def __init__(
         self,
         settings: DeploySettings,
         *,
+        clients: AwsClients | None = None,
         session: AwsSession | None = None,
+        mode: HostingMode | None = None,
         template_cache: Path | None = None,
         synthesize: Synthesizer | None = None,
         smoke_endpoint_url: str | None = None,
@@ -98,13 +86,14 @@ class AwsProvider:
         container_engine: str | None = None,
     ) -> None:
         self.settings = settings
-        self.single_model = is_inferentia(settings.instance_type)
-        self.session = session or AwsSession(settings.region)
-        self.region_source: str | None = self.session.region_source
-        self.stacks = Stacks(self.session, sleep=sleep)
-        self.sagemaker = SageMaker(self.session)
-        self.autoscaling = AutoScaling(self.session)
-        self.cloudwatch = CloudWatch(self.session)
+        self.mode = mode or mode_for(settings)
+        self.clients = clients or aws_clients(settings.region, session=session, sleep=sleep)
+        self.region_source: str | None = self.clients.session.region_source
+        self.resources = AwsStage(settings, self.clients, self.mode)
+        self.rollout = Rollout(
+            self.resources, publish_assets=self._publish_assets, poll_s=poll_s, sleep=sleep
+        )
+        self.operations = StageOperations(self.resources)
         self._template_cache = template_cache or _default_template_cache()
         self._synthesize = synthesize
         self._stage: StageTemplates | None = None
@@ -112,18 +101,48 @@ class AwsProvider:
         self._smoke_name = smoke_endpoint_name
         self._part_size = part_size
         self._workers = upload_workers
-        self._poll_s = poll_s
-        self._sleep = sleep
         self._before_part = before_part
         self._container_engine = container_engine
         self._model_archive: str | None = None
 
-    # -- names and locations ----------------------------------------------------------
+    # -- the stage's resources ------------------------------------------------------------
+
+    @property
+    def session(self) -> AwsSession:
+        return self.clients.session
+
+    @property
+    def stacks(self) -> Stacks:
+        return self.clients.stacks
+
+    @property
+    def sagemaker(self) -> SageMaker:
+        return self.clients.sagemaker
+
+    @property
+    def manifest_key(self) -> str:
+        """The published manifest's key under the model-store prefix (the mode's)."""
+        return self.mode.manifest_key
 
     def stack(self, component: str) -> str:
-        return self.settings.stack_name(component)
+        return self.resources.stack(component)
 
-    def _synthesized(self) -> StageTemplates:
+    def store_location(self) -> StoreLocation | None:
+        return self.resources.store_location()
+
+    def store(self) -> tuple[ModelStore, str] | None:
+        return self.resources.store()
+
+    def endpoint_name(self) -> str | None:
+        return self.resources.endpoint_name()
+
+    def endpoint_state(self) -> EndpointState | None:
+        return self.resources.endpoint_state()
+
+    # -- templates ------------------------------------------------------------------------
+
+    def synthesized(self) -> StageTemplates:
+        """The stage's templates and cloud assembly (synthesized once, cached on disk)."""
         if self._stage is None:
             settings = self.settings
             synthesize = self._synthesize
@@ -135,57 +154,35 @@ class AwsProvider:
             if self._model_archive is not None:
                 infra = settings.infra.model_copy(update={"model_archive": self._model_archive})
                 settings = settings.model_copy(update={"infra": infra})
+            if settings.hosting is None:
+                settings = settings.model_copy(update={"hosting": self.mode.name})
             if synthesize is None:
                 # The lookups the CDK CLI would make for this account and region.
                 account = settings.infra.account or self.session.account_id()
-                synthesize = cdk_synthesizer(cdk_lookup_context(self.session, account))
+                synthesize = cdk_synthesizer(self.clients.lookup_context(account))
             self._stage = stage_templates(
-                settings,
-                cache_dir=self._template_cache,
-                synthesize=synthesize,
+                settings, cache_dir=self._template_cache, synthesize=synthesize
             )
         return self._stage
 
+    def templates(self) -> dict[str, dict[str, Any]]:
+        return self.synthesized().templates
+
     def use_model_archive(self, key: str) -> None:
-        """inf1: the endpoint's Model reads `<prefix><key>` (templates are re-synthesized)."""
+        """Router layouts: the endpoint's Model reads `<prefix><key>` (templates are
+        re-synthesized)."""
         if key != self._model_archive:
             self._model_archive = key
             self._stage = None
 
-    @property
-    def manifest_key(self) -> str:
-        """The published manifest's key under the model-store prefix."""
-        return (SINGLE_MODEL_FOLDER if self.single_model else "") + MANIFEST_KEY
-
-    def templates(self) -> dict[str, dict[str, Any]]:
-        return self._synthesized().templates
-
-    def store_location(self) -> StoreLocation | None:
-        state = self.stacks.describe(self.stack("model-store"))
-        if state is None or "ModelBucket" not in state.outputs:
-            return None
-        prefix = state.outputs.get("ModelPrefix", self.settings.infra.model_prefix)
-        return StoreLocation(state.outputs["ModelBucket"], prefix)
-
-    def _store(self) -> tuple[ModelStore, str] | None:
-        location = self.store_location()
-        if location is None:
-            return None
-        return ModelStore(self.session, location.bucket), location.prefix
-
-    def endpoint_name(self) -> str | None:
-        """The endpoint the stage's stack owns (its physical id), None before it exists."""
-        name = self.stack("endpoint")
-        if self.stacks.describe(name) is None:
-            return None
-        ids = self.stacks.physical_ids(name, ENDPOINT_TYPE)
-        if not ids:
-            return None
-        return ids[0].rsplit("/", 1)[-1] if ids[0].startswith("arn:") else ids[0]
-
-    def endpoint_state(self) -> EndpointState | None:
-        name = self.endpoint_name()
-        return self.sagemaker.endpoint(name) if name else None
+    def _publish_assets(self, stack: str) -> list[str]:
+        return publish_file_assets(
+            self.synthesized().assembly,
+            stack,
+            account=self.settings.infra.account or self.session.account_id(),
+            region=self.settings.region,
+            store=self.clients.store,
+        )
 
     # -- planning -----------------------------------------------------------------------
 
@@ -208,7 +205,7 @@ class AwsProvider:
         }
         for name in sorted(names):
             try:
-                version = ssm.parameter(self.session, name)
+                version = self.clients.parameter(name)
             except AwsCallError as exc:
                 if "AccessDenied" not in exc.code:
                     raise
@@ -227,28 +224,11 @@ class AwsProvider:
                 )
 
     def published_manifest(self) -> dict[str, Any] | None:
-        import json
-
-        found = self._store()
-        if found is None:
-            return None
-        store, prefix = found
-        data = store.get_bytes(prefix + self.manifest_key)
-        if data is None:
-            return None
-        try:
-            document: dict[str, Any] = json.loads(data)
-        except ValueError as exc:
-            raise AwsError(
-                f"the published manifest is not JSON: {exc}",
-                where=f"s3://{store.bucket}/{prefix}{self.manifest_key}",
-                fix="re-run `deploy up` to publish a fresh manifest",
-            ) from exc
-        return document
+        return self.resources.published_manifest()
 
     def stored_sha256(self, target_models: Iterable[str]) -> dict[str, str | None]:
         names = list(target_models)
-        found = self._store()
+        found = self.store()
         if found is None:
             return dict.fromkeys(names)
         store, prefix = found
@@ -263,7 +243,7 @@ class AwsProvider:
         if state is None or not state.variants:
             return None
         variant = state.variants[0]
-        bounds = self._bounds(state.name, variant.name)
+        bounds = self.resources.bounds(state.name, variant.name)
         config = self.sagemaker.endpoint_config(state.config_name)
         initial = config.variants[0].desired_count if config and config.variants else 0
         return InfraSpec(
@@ -272,31 +252,6 @@ class AwsProvider:
             min_instance_count=bounds[0] if bounds else initial,
             max_instance_count=bounds[1] if bounds else initial,
         )
-
-    def _bounds(self, endpoint: str, variant: str) -> tuple[int, int, str] | None:
-        """(min, max, source) of the variant's instance count.
-
-        Application Auto Scaling is asked first (by the physical endpoint name, then
-        by the name the template asks for); without a scalable target there (an
-        emulator that does not model them), the deployed template's is read.
-        """
-        for name in (endpoint, self.settings.endpoint_name):
-            bounds = self.autoscaling.bounds(name, variant)
-            if bounds is not None:
-                return bounds.min_capacity, bounds.max_capacity, "application-autoscaling"
-        template = self.stacks.template(self.stack("endpoint")) or {}
-        for resource in template.get("Resources", {}).values():
-            properties = resource.get("Properties", {})
-            if (
-                resource.get("Type") == "AWS::ApplicationAutoScaling::ScalableTarget"
-                and properties.get("ScalableDimension") == "sagemaker:variant:DesiredInstanceCount"
-            ):
-                return (
-                    int(properties["MinCapacity"]),
-                    int(properties["MaxCapacity"]),
-                    "deployed template",
-                )
-        return None
 
     def plan_infra(self, desired: InfraSpec) -> InfraPlan:
         resources: list[dict[str, str]] = []
@@ -332,12 +287,12 @@ class AwsProvider:
     # -- upload -------------------------------------------------------------------------
 
     def ensure_store(self, reporter: Reporter) -> tuple[ModelStore, str]:
-        found = self._store()
+        found = self.store()
         if found is not None:
             return found
         name = self.stack("model-store")
-        self._deploy_stack(name, self.templates()[name], reporter)
-        found = self._store()
+        self.rollout.deploy_stack(name, self.templates()[name], reporter)
+        found = self.store()
         if found is None:
             raise AwsError(
                 "the model store stack has no ModelBucket output",
@@ -346,32 +301,13 @@ class AwsProvider:
             )
         return found
 
-    def upload(
-        self, package_dir: Path, changes: Sequence[ModelChange], reporter: Reporter
-    ) -> list[UploadOutcome]:
+    def upload(self, files: Sequence[StoredFile], reporter: Reporter) -> list[UploadOutcome]:
+        """Each file to `<prefix><key>` (checksummed, resumable multipart)."""
         store, prefix = self.ensure_store(reporter)
-
-        def send(change: ModelChange) -> UploadOutcome:
-            return self._send(
-                store,
-                prefix,
-                change.target_model,
-                package_dir / change.target_model,
-                change.sha256,
-                reporter,
-            )
-
-        total = sum(change.bytes for change in changes)
-        with self._uploading(reporter, len(changes), total), ThreadPoolExecutor(2) as pool:
-            return list(pool.map(send, changes))
-
-    def upload_archive(
-        self, path: Path, key: str, sha256: str, reporter: Reporter
-    ) -> UploadOutcome:
-        """inf1: the single-model archive to `<prefix><key>` (resumable, as `upload`)."""
-        store, prefix = self.ensure_store(reporter)
-        with self._uploading(reporter, 1, path.stat().st_size):
-            return self._send(store, prefix, key, path, sha256, reporter)
+        total = sum(file.bytes for file in files)
+        workers = min(2, max(len(files), 1))
+        with self._uploading(reporter, len(files), total), ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(lambda file: self._send(store, prefix, file, reporter), files))
 
     @contextlib.contextmanager
     def _uploading(self, reporter: Reporter, files: int, total_bytes: int) -> Iterator[None]:
@@ -380,7 +316,7 @@ class AwsProvider:
         try:
             yield
         except KeyboardInterrupt:
-            _say(
+            say(
                 "upload interrupted: nothing incomplete is visible in the store and the "
                 "manifest was not switched; re-run `deploy up` to resume the upload"
             )
@@ -389,27 +325,20 @@ class AwsProvider:
             reporter.upload_finished()
 
     def _send(
-        self,
-        store: ModelStore,
-        prefix: str,
-        key: str,
-        path: Path,
-        sha256: str,
-        reporter: Reporter,
+        self, store: ModelStore, prefix: str, file: StoredFile, reporter: Reporter
     ) -> UploadOutcome:
-        """One archive to `<prefix><key>` (checksummed, resumable multipart)."""
         hook = self._before_part
         result = store.upload_file(
-            prefix + key,
-            path,
-            sha256,
+            prefix + file.key,
+            file.path,
+            file.sha256,
             part_size=self._part_size,
             workers=self._workers,
             progress=reporter.uploaded,
-            before_part=(lambda number: hook(key, number)) if hook else None,
+            before_part=(lambda number: hook(file.key, number)) if hook else None,
         )
         return UploadOutcome(
-            key, result.bytes_sent, result.parts_sent, result.parts_reused, result.resumed
+            file.key, result.bytes_sent, result.parts_sent, result.parts_reused, result.resumed
         )
 
     # -- provision and wait -------------------------------------------------------------
@@ -419,203 +348,46 @@ class AwsProvider:
         return [
             name
             for name, template in self.templates().items()
-            if not self._up_to_date(name, template)
+            if not self.rollout.up_to_date(name, template)
         ]
 
-    def _up_to_date(self, name: str, template: dict[str, Any]) -> bool:
-        """The stack runs `template` and has settled (not in progress, not failed)."""
-        current = self.stacks.template(name)
-        if current is None or template_body(current) != template_body(template):
-            return False
-        state = self.stacks.describe(name)
-        return state is not None and not state.in_progress and not state.failed
+    def _needs_cdk_cli(self) -> bool:
+        """Stacks with container image assets are deployed by the CDK CLI (it builds them)."""
+        stage = self.synthesized()
+        return bool(container_image_stacks(stage.assembly, list(stage.templates)))
 
     def require_provisioning_tools(self, infra: InfraPlan) -> None:
-        """inf1: the CDK CLI and a Docker engine, checked before anything changes."""
-        if not self.single_model or infra.action == "none":
+        """The CDK CLI and a Docker engine when the stacks build an image, checked before
+        anything changes."""
+        if infra.action == "none" or not self._needs_cdk_cli():
             return
         stacks = [item["stack"] for item in infra.resources if item.get("action") != "unchanged"]
         require_tools(
             root=project_root(),
             stage=self.settings.stage,
             stacks=stacks or [self.stack("endpoint")],
-            image="infra/neuron/Dockerfile",
+            image=IMAGE,
             engine=self._container_engine,
         )
-
-    def _provision_with_cdk_cli(self, reporter: Reporter) -> None:
-        stacks = self._stale_stacks()
-        if not stacks:
-            return
-        root = project_root()
-        cli = require_tools(
-            root=root,
-            stage=self.settings.stage,
-            stacks=stacks,
-            image="infra/neuron/Dockerfile",
-            engine=self._container_engine,
-        )
-        region = self.settings.region
-        environment = {"AWS_REGION": region, "AWS_DEFAULT_REGION": region}
-        if self._container_engine:
-            environment["CDK_DOCKER"] = self._container_engine
-        before = self.endpoint_state()
-        with self._rolling_out(reporter):
-            try:
-                cdk_deploy(
-                    cli, self._synthesized().assembly, stacks, cwd=root, environment=environment
-                )
-            except DeployError as exc:
-                raise self._rollout_failed(", ".join(stacks), exc.message, before) from exc
 
     def provision(self, infra: InfraPlan, desired: InfraSpec, reporter: Reporter) -> None:
-        if self.single_model:
-            self._provision_with_cdk_cli(reporter)
+        if self._needs_cdk_cli():
+            provision_with_cdk_cli(
+                self.rollout,
+                self.synthesized().assembly,
+                self._stale_stacks(),
+                reporter,
+                root=project_root(),
+                engine=self._container_engine,
+            )
             return
         before = self.endpoint_state()
-        with self._rolling_out(reporter):
+        with self.rollout.rolling_out(reporter):
             for name, template in self.templates().items():
-                self._deploy_stack(name, template, reporter, before=before)
-
-    @contextlib.contextmanager
-    def _rolling_out(self, reporter: Reporter) -> Iterator[None]:
-        """The rollout view around a stack update; a note if interrupted."""
-        try:
-            yield
-        except KeyboardInterrupt:
-            _say(
-                "interrupted: CloudFormation carries on with the running update (and rolls "
-                "it back by itself if it fails); the manifest was not switched. Follow it "
-                f"with `deploy status --stage {self.settings.stage}` and re-run `deploy up` "
-                "to resume"
-            )
-            raise
-        finally:
-            reporter.rollout_finished()
-
-    def _deploy_stack(
-        self,
-        name: str,
-        template: dict[str, Any],
-        reporter: Reporter,
-        *,
-        before: EndpointState | None = None,
-    ) -> None:
-        if self._up_to_date(name, template):
-            return
-        publish_file_assets(
-            self._synthesized().assembly,
-            name,
-            self.session,
-            region=self.settings.region,
-        )
-        started = time.time()
-        try:
-            outcome = self.stacks.deploy(name, template, tags={"deploy:stage": self.settings.stage})
-        except AwsCallError as exc:
-            raise self._rollout_failed(name, exc.message, before) from exc
-        if outcome == "unchanged":
-            return
-        self._wait_stack(name, reporter, since=started, before=before)
-
-    def _wait_stack(
-        self,
-        name: str,
-        reporter: Reporter,
-        *,
-        since: float,
-        before: EndpointState | None,
-        timeout_s: float = 3600.0,
-    ) -> None:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            state = self.stacks.describe(name)
-            events = [e for e in self.stacks.events(name) if e.timestamp.timestamp() >= since - 1]
-            endpoint = self.endpoint_state() if name == self.stack("endpoint") else None
-            reporter.rollout(
-                name,
-                state.status if state else "DELETED",
-                endpoint.status if endpoint else "",
-                [_event_line(e) for e in events],
-            )
-            if state is None:
-                raise AwsError(
-                    "the stack disappeared while deploying",
-                    where=f"stack {name}",
-                    fix="re-run `deploy up`",
-                )
-            if not state.in_progress:
-                if state.failed:
-                    raise self._rollout_failed(name, failure_reason(events, state.reason), before)
-                return
-            if time.monotonic() > deadline:
-                raise AwsError(
-                    f"still {state.status} after {timeout_s:.0f} s",
-                    where=f"stack {name}",
-                    fix="CloudFormation carries on; follow it with `deploy status` and re-run "
-                    "`deploy up` once it settles",
-                )
-            self._sleep(self._poll_s)
-
-    def _rollout_failed(
-        self, stack: str, reason: str, before: EndpointState | None
-    ) -> RolloutFailedError:
-        now = None
-        try:
-            now = self.endpoint_state()
-        except DeployError:
-            now = None
-        serving = now or before
-        if serving is not None:
-            variant = serving.variants[0] if serving.variants else None
-            detail = (
-                f"endpoint {serving.name} still serves endpoint config {serving.config_name}"
-                + (f" ({variant.instance_type} x{variant.current_count})" if variant else "")
-                + f", status {serving.status}"
-            )
-        else:
-            detail = "no endpoint was serving before this rollout"
-        if len(reason) > 500:
-            reason = reason[:500] + "…"
-        return RolloutFailedError(
-            f"rollout failed: {reason}. {detail}; the manifest was not switched",
-            where=f"stack {stack}",
-            fix="correct the setting the reason names (e.g. --instance) and re-run `deploy up`",
-        )
+                self.rollout.deploy_stack(name, template, reporter, before=before)
 
     def wait(self, *, timeout_s: float, reporter: Reporter) -> EndpointView:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            state = self.endpoint_state()
-            if state is None:
-                raise AwsError(
-                    "the endpoint stack holds no endpoint",
-                    where=f"stack {self.stack('endpoint')}",
-                    fix="re-run `deploy up`",
-                )
-            if state.status == "Failed":
-                raise RolloutFailedError(
-                    f"endpoint failed: {state.failure_reason}",
-                    where=f"endpoint {state.name}",
-                    fix="fix the reason above and re-run `deploy up`",
-                )
-            if state.in_service:
-                variant = state.variants[0] if state.variants else None
-                return EndpointView(
-                    name=state.name,
-                    status=state.status,
-                    config_name=state.config_name,
-                    instance_type=variant.instance_type if variant else "",
-                    instance_count=variant.current_count if variant else 0,
-                )
-            if time.monotonic() > deadline:
-                raise AwsError(
-                    f"endpoint still {state.status} after {timeout_s:.0f} s",
-                    where=f"endpoint {state.name}",
-                    fix="SageMaker carries on; re-run `deploy up` (or `deploy status`) later",
-                )
-            reporter.rollout(self.stack("endpoint"), "UPDATE_COMPLETE", state.status, [])
-            self._sleep(self._poll_s)
+        return self.rollout.wait_endpoint(timeout_s=timeout_s, reporter=reporter)
 
     # -- smoke and publish --------------------------------------------------------------
 
@@ -624,7 +396,7 @@ class AwsProvider:
         return DataPlane(name, self.settings.region, self._smoke_url)
 
     def publish_manifest(self, document: bytes) -> None:
-        found = self._store()
+        found = self.store()
         if found is None:
             raise AwsError(
                 "no model store to publish the manifest to",
@@ -634,152 +406,19 @@ class AwsProvider:
         store, prefix = found
         store.put_bytes(prefix + self.manifest_key, document, content_type="application/json")
 
-    # -- status, down, prune --------------------------------------------------------------
+    # -- status, down, prune (deploy.lifecycle.operations) ---------------------------------
 
     def status(self) -> dict[str, Any]:
-        stacks = {}
-        for component in ("model-store", "network", "endpoint", "api"):
-            stack_state = self.stacks.describe(self.stack(component))
-            if stack_state is not None:
-                stacks[stack_state.name] = stack_state.status
-        result: dict[str, Any] = {
-            "stage": self.settings.stage,
-            "region": self.settings.region,
-            "stacks": stacks,
-            "endpoint": None,
-            "scaling": None,
-            "models": {},
-            "metrics": None,
-        }
-        location = self.store_location()
-        if location is not None:
-            result["model_store"] = f"s3://{location.bucket}/{location.prefix}"
-        manifest = self.published_manifest()
-        if self.single_model:
-            from deploy.lifecycle.single_model import published_key
-
-            result["hosting"] = "single-model"
-            result["models"] = {
-                str(name): str(model.get("target_model", name))
-                for name, model in ((manifest or {}).get("models") or {}).items()
-            }
-            archive_key = published_key(manifest)
-            if archive_key:
-                result["archive"] = archive_key
-        else:
-            result["models"] = {
-                name: entry.target_model
-                for name, entry in manifest_entries(manifest, where="published manifest").items()
-            }
-        state = self.endpoint_state()
-        if state is not None:
-            variant = state.variants[0] if state.variants else None
-            result["endpoint"] = {
-                "name": state.name,
-                "status": state.status,
-                "config": state.config_name,
-                "variant": variant.name if variant else None,
-                "instance_type": variant.instance_type if variant else None,
-                "instance_count": variant.current_count if variant else 0,
-                "failure_reason": state.failure_reason,
-            }
-            if variant is not None:
-                bounds = self._bounds(state.name, variant.name)
-                if bounds is not None:
-                    result["scaling"] = {"min": bounds[0], "max": bounds[1], "source": bounds[2]}
-                health = self.cloudwatch.variant_health(state.name, variant.name)
-                result["metrics"] = {
-                    "window_minutes": health.window_minutes,
-                    "invocations": health.invocations,
-                    "errors_5xx": health.errors_5xx,
-                    "model_latency_avg_ms": health.model_latency_avg_ms,
-                    "model_latency_max_ms": health.model_latency_max_ms,
-                }
-        return result
+        return self.operations.status()
 
     def down_plan(self, *, purge: bool) -> dict[str, Any]:
-        """What `down(purge=...)` would delete (stacks that exist) and what it keeps."""
-        remove: list[str] = []
-        keep: list[str] = []
-        for component in _DOWN_ORDER:
-            name = self.stack(component)
-            if self.stacks.describe(name) is None:
-                continue
-            (remove if purge or component in _BILLED_HOURLY else keep).append(f"{name}")
-        location = self.store_location()
-        store = f"s3://{location.bucket}/{location.prefix}" if location else None
-        kept = [f"stack {name}" for name in keep]
-        if store and not purge:
-            kept.append(f"model store {store}")
-        return {"remove": remove, "keep": kept, "model_store": store}
+        return self.operations.down_plan(purge=purge)
 
     def down(self, *, purge: bool, timeout_s: float = 3600.0) -> dict[str, Any]:
-        """Delete the endpoint (and API) stacks: nothing billed per hour remains.
-
-        The model store and the network stay (the next `deploy up` reuses them)
-        unless `purge`, which empties and deletes the bucket, then both stacks.
-        """
-        removed: list[str] = []
-        components = [c for c in _DOWN_ORDER if purge or c in _BILLED_HOURLY]
-        location = self.store_location() if purge else None
-        for component in components:
-            name = self.stack(component)
-            if self.stacks.describe(name) is None:
-                continue
-            if component == "model-store" and location is not None:
-                # The bucket is retained by the stack: empty and delete it first.
-                ModelStore(self.session, location.bucket).purge()
-            self.stacks.delete(name)
-            self.stacks.wait_deleted(name, timeout_s=timeout_s)
-            removed.append(name)
-        kept = None if purge or location is not None else self.store_location()
-        return {
-            "stage": self.settings.stage,
-            "removed_stacks": removed,
-            "model_store_kept": (f"s3://{kept.bucket}/{kept.prefix}" if kept else None),
-            "purged": purge,
-        }
+        return self.operations.down(purge=purge, timeout_s=timeout_s)
 
     def prune(self, *, keep: int, dry_run: bool = False) -> dict[str, Any]:
-        found = self._store()
-        if found is None:
-            return {
-                "deleted": [],
-                "kept_referenced": [],
-                "bytes_freed": 0,
-                "dry_run": dry_run,
-                "store": None,
-                "sizes": {},
-            }
-        store, prefix = found
-        manifest = self.published_manifest()
-        if self.single_model:
-            from deploy.lifecycle.single_model import published_key
-
-            archive_key = published_key(manifest)
-            referenced = {archive_key} if archive_key else set()
-        else:
-            referenced = {
-                entry.target_model
-                for entry in manifest_entries(manifest, where="published manifest").values()
-            }
-        objects = sorted(
-            (item for item in store.objects(prefix) if item.key != prefix + self.manifest_key),
-            key=lambda item: (item.last_modified is None, item.last_modified, item.key),
-        )
-        names = [item.key[len(prefix) :] for item in objects]
-        doomed = superseded_archives(names, referenced, keep=keep)
-        sizes = {item.key[len(prefix) :]: item.size for item in objects}
-        if doomed and not dry_run:
-            store.delete([prefix + name for name in doomed])
-        return {
-            "deleted": doomed,
-            "kept_referenced": sorted(referenced),
-            "bytes_freed": sum(sizes[name] for name in doomed),
-            "dry_run": dry_run,
-            "store": f"s3://{store.bucket}/{prefix}",
-            "sizes": {name: sizes[name] for name in doomed},
-        }
+        return self.operations.prune(keep=keep, dry_run=dry_run)
 
 
 def _default_template_cache() -> Path:
@@ -789,21 +428,3 @@ def _default_template_cache() -> Path:
         return project_root() / "build" / "templates"
     except ConfigError:
         return Path("build/templates")
-
-
-def failure_reason(events: Sequence[StackEvent], fallback: str) -> str:
-    """The first failure CloudFormation recorded (events arrive newest first)."""
-    for event in reversed(list(events)):
-        if event.status.endswith("_FAILED") and event.reason:
-            return f"{event.logical_id} ({event.resource_type}): {event.reason}"
-    return fallback or "no reason recorded"
-
-
-def _event_line(event: StackEvent) -> str:
-    reason = f" - {event.reason}" if event.reason else ""
-    return f"{event.timestamp:%H:%M:%S} {event.logical_id} {event.status}{reason}"
-
-
-def _say(message: str) -> None:
-    sys.stderr.write(message + "\n")
-    sys.stderr.flush()

@@ -1,4 +1,4 @@
-"""The pinned CDK CLI, for stacks with container image assets (the inf1 Neuron image).
+"""The pinned CDK CLI, for stacks with container image assets (e.g. the inf1 Neuron image).
 
 CloudFormation alone cannot deploy such a stack: its image must be built from
 `infra/neuron/Dockerfile` and pushed to the bootstrap ECR repository first,
@@ -22,9 +22,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from deploy.errors import ConfigError, DeployError
+from deploy.lifecycle.provider import Reporter
+from deploy.lifecycle.rollout import Rollout
 
 # The CDK CLI runs this executable for container assets (CDK_DOCKER, as the CLI reads it).
 DOCKER_ENV = "CDK_DOCKER"
+# The container image asset the stacks of this project build (the inf1 Neuron image).
+IMAGE = "infra/neuron/Dockerfile"
 
 
 class ContainerEngineError(DeployError):
@@ -141,3 +145,31 @@ def cdk_deploy(
             fix="read the CDK CLI's output above; CloudFormation rolls a failed update back "
             "by itself and the manifest was not switched; re-run `deploy up` once fixed",
         )
+
+
+def provision_with_cdk_cli(
+    rollout: Rollout,
+    assembly: Path,
+    stacks: Sequence[str],
+    reporter: Reporter,
+    *,
+    root: Path,
+    engine: str | None = None,
+) -> None:
+    """Deploy `stacks` of the cloud assembly with the CDK CLI (it builds their images).
+
+    A failure says what still serves, as a CloudFormation rollout does.
+    """
+    if not stacks:
+        return
+    settings = rollout.stage.settings
+    cli = require_tools(root=root, stage=settings.stage, stacks=stacks, image=IMAGE, engine=engine)
+    environment = {"AWS_REGION": settings.region, "AWS_DEFAULT_REGION": settings.region}
+    if engine:
+        environment[DOCKER_ENV] = engine
+    before = rollout.stage.endpoint_state()
+    with rollout.rolling_out(reporter):
+        try:
+            cdk_deploy(cli, assembly, stacks, cwd=root, environment=environment)
+        except DeployError as exc:
+            raise rollout.failed(", ".join(stacks), exc.message, before) from exc

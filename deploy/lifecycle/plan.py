@@ -7,14 +7,30 @@ as it should be. The same plan drives `--dry-run`, the upload and the report.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from deploy.errors import ConfigError, PackagingError
+from deploy.errors import ConfigError
+from deploy.hosting.changes import ArchiveChange, ModelAction, ModelChange
+from deploy.hosting.per_model import ArchiveEntry, diff_models, manifest_entries
 from deploy.lifecycle.prices import CostEstimate
 
-# "unknown": planned without the published manifest (no AWS credentials).
-ModelAction = Literal["new", "changed", "unchanged", "removed", "unknown"]
+__all__ = [
+    "NEEDS_CREDENTIALS",
+    "ArchiveChange",
+    "ArchiveEntry",
+    "InfraAction",
+    "InfraChange",
+    "InfraSpec",
+    "ModelAction",
+    "ModelChange",
+    "Plan",
+    "diff_infra",
+    "diff_models",
+    "manifest_entries",
+    "superseded_archives",
+]
+
 InfraAction = Literal["create", "update", "none", "unknown"]
 
 # What an offline plan (`deploy up --dry-run` without AWS credentials) leaves out.
@@ -24,39 +40,6 @@ NEEDS_CREDENTIALS = (
     "stack changes and the instances running now (needs CloudFormation and SageMaker)",
     "the CDK bootstrap check (needs SSM or CloudFormation)",
 )
-
-
-@dataclass(frozen=True)
-class ArchiveEntry:
-    """One model of a manifest (the fields the lifecycle needs)."""
-
-    name: str
-    target_model: str
-    sha256: str
-    bytes: int
-    document: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class ModelChange:
-    name: str
-    action: ModelAction
-    target_model: str
-    previous_target_model: str | None
-    bytes: int
-    sha256: str
-    upload: bool  # the store lacks these bytes under target_model
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "action": self.action,
-            "target_model": self.target_model,
-            "previous_target_model": self.previous_target_model,
-            "bytes": self.bytes,
-            "sha256": self.sha256,
-            "upload": self.upload,
-        }
 
 
 @dataclass(frozen=True)
@@ -88,31 +71,6 @@ class InfraChange:
 
 
 @dataclass(frozen=True)
-class ArchiveChange:
-    """The one archive of a single-model (inf1) endpoint.
-
-    `key` is relative to the model-store prefix and derived from the archive's
-    content (`inf1/model-<first 16 hex of sha256>.tar.gz`), so new bytes give
-    a new key, hence a new SageMaker Model.
-    """
-
-    key: str
-    previous_key: str | None  # what the published manifest names (None: nothing)
-    sha256: str
-    bytes: int
-    upload: bool  # the store lacks these bytes under key
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "previous_key": self.previous_key,
-            "sha256": self.sha256,
-            "bytes": self.bytes,
-            "upload": self.upload,
-        }
-
-
-@dataclass(frozen=True)
 class Plan:
     stage: str
     provider: str
@@ -123,12 +81,13 @@ class Plan:
     resources: tuple[dict[str, str], ...]  # provider-specific resource changes
     cost: CostEstimate | None
     hosting: str = "multi-model"
-    archive: ArchiveChange | None = None  # single-model hosting only
+    archive: ArchiveChange | None = None  # router layouts only (one archive)
     region: str | None = None  # AWS: the region and where it came from
     region_source: str | None = None
     # Offline (no credentials): why, and the parts of the plan that need them.
     offline_reason: str | None = None
     needs_credentials: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # the hosting mode's warnings about the package
 
     def offline(self, reason: str) -> Plan:
         """This plan with every part that needs AWS marked unknown (`needs_credentials`)."""
@@ -155,6 +114,14 @@ class Plan:
     @property
     def uploads(self) -> tuple[ModelChange, ...]:
         return tuple(m for m in self.models if m.upload)
+
+    @property
+    def upload_keys(self) -> frozenset[str]:
+        """Store keys (under the prefix) the plan uploads."""
+        keys = {m.target_model for m in self.uploads}
+        if self.archive is not None and self.archive.upload:
+            keys.add(self.archive.key)
+        return frozenset(keys)
 
     @property
     def manifest_changes(self) -> bool:
@@ -189,89 +156,13 @@ class Plan:
         if self.offline_reason is not None:
             document["offline_reason"] = self.offline_reason
             document["needs_credentials"] = list(self.needs_credentials)
+        if self.notes:
+            document["notes"] = list(self.notes)
         if self.archive is not None:
             document["hosting"] = self.hosting
             document["archive"] = self.archive.to_dict()
             document["upload_bytes"] = self.archive.bytes if self.archive.upload else 0
         return document
-
-
-def manifest_entries(manifest: dict[str, Any] | None, *, where: str) -> dict[str, ArchiveEntry]:
-    """The models of a manifest (docs/architecture.md contract), checked."""
-    if manifest is None:
-        return {}
-    models = manifest.get("models")
-    if manifest.get("format") != 1 or not isinstance(models, dict):
-        raise PackagingError(
-            "not a format-1 manifest with a 'models' table",
-            where=where,
-            fix="re-run `deploy package` with this version of deploy",
-        )
-    entries: dict[str, ArchiveEntry] = {}
-    for name, model in models.items():
-        try:
-            entries[name] = ArchiveEntry(
-                name=str(model["name"]),
-                target_model=str(model["target_model"]),
-                sha256=str(model["sha256"]),
-                bytes=int(model["bytes"]),
-                document=dict(model),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise PackagingError(
-                f"model {name!r} lacks {exc}",
-                where=f"{where}: models.{name}",
-                fix="re-run `deploy package`",
-            ) from exc
-    return entries
-
-
-def diff_models(
-    local: dict[str, ArchiveEntry],
-    published: dict[str, ArchiveEntry],
-    stored_sha256: dict[str, str | None],
-) -> tuple[ModelChange, ...]:
-    """Compare the packaged models with the published manifest and the store.
-
-    `stored_sha256[target_model]` is what the store holds under that key
-    (None: nothing). An archive is uploaded when the store lacks those bytes,
-    whatever the manifest says (a previous run may have stopped half-way).
-    """
-    changes: list[ModelChange] = []
-    for name in sorted(local):
-        entry = local[name]
-        before = published.get(name)
-        if before is None:
-            action: ModelAction = "new"
-        elif before.target_model != entry.target_model or before.sha256 != entry.sha256:
-            action = "changed"
-        else:
-            action = "unchanged"
-        changes.append(
-            ModelChange(
-                name=name,
-                action=action,
-                target_model=entry.target_model,
-                previous_target_model=before.target_model if before else None,
-                bytes=entry.bytes,
-                sha256=entry.sha256,
-                upload=stored_sha256.get(entry.target_model) != entry.sha256,
-            )
-        )
-    for name in sorted(set(published) - set(local)):
-        gone = published[name]
-        changes.append(
-            ModelChange(
-                name=name,
-                action="removed",
-                target_model=gone.target_model,
-                previous_target_model=gone.target_model,
-                bytes=gone.bytes,
-                sha256=gone.sha256,
-                upload=False,
-            )
-        )
-    return tuple(changes)
 
 
 def diff_infra(current: InfraSpec | None, desired: InfraSpec) -> tuple[InfraChange, ...]:

@@ -1,17 +1,17 @@
 """What a deployment target offers the stages: the Provider protocol.
 
 `deploy up` (AWS: `deploy.lifecycle.aws_provider`) and `deploy up --local`
-(`deploy.local.provider`) run the same stages; only the provider differs.
+(`deploy.lifecycle.local_provider`) run the same stages; only the provider differs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from deploy.lifecycle.plan import InfraChange, InfraSpec, ModelChange
+from deploy.hosting import StoredFile
+from deploy.lifecycle.plan import InfraChange, InfraSpec
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,7 @@ class Reporter(Protocol):
 class Provider(Protocol):
     name: str  # "aws" | "local"
     region_source: str | None  # where the region came from (None: no region applies)
+    hostings: tuple[str, ...]  # the hosting modes it can deploy (deploy.hosting)
 
     def unavailable(self) -> str | None:
         """Why the provider cannot be asked anything now (e.g. no AWS credentials), or None."""
@@ -107,14 +108,23 @@ class Provider(Protocol):
         ...
 
     def stored_sha256(self, target_models: Iterable[str]) -> dict[str, str | None]:
-        """The SHA-256 the store holds under each target model (None: absent)."""
+        """The SHA-256 the store holds under each key (None: absent); keys are relative
+        to the store's prefix (a multi-model archive's key is its TargetModel)."""
+        ...
+
+    def use_model_archive(self, key: str) -> None:
+        """Router layouts: the endpoint's Model reads the archive stored under `key`."""
+        ...
+
+    def require_provisioning_tools(self, infra: InfraPlan) -> None:
+        """Raise before anything changes if provisioning `infra` needs a missing tool."""
         ...
 
     def plan_infra(self, desired: InfraSpec) -> InfraPlan: ...
 
-    def upload(
-        self, package_dir: Path, changes: Sequence[ModelChange], reporter: Reporter
-    ) -> list[UploadOutcome]: ...
+    def upload(self, files: Sequence[StoredFile], reporter: Reporter) -> list[UploadOutcome]:
+        """Put each file under its key (resumable where the store can)."""
+        ...
 
     def provision(self, infra: InfraPlan, desired: InfraSpec, reporter: Reporter) -> None: ...
 

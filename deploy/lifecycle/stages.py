@@ -1,26 +1,19 @@
 """The stages of `deploy up`, each callable (and testable) on its own.
 
 Only `upload`, `provision` and `publish` change anything, and only through
-the provider. Each stage takes plain data and returns plain data.
+the provider. Each stage takes plain data and returns plain data. What
+differs between hosting modes (packaging, the diff, store keys, what is
+smoke-tested, the published manifest) is asked of the `HostingMode`.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from deploy.config import DeploySettings
-from deploy.errors import ConfigError, PackagingError, ValidationFailedError
-from deploy.instance_types import require_instance_type
-from deploy.lifecycle.plan import (
-    InfraSpec,
-    ModelChange,
-    Plan,
-    diff_models,
-    manifest_entries,
-)
+from deploy.errors import ConfigError, ValidationFailedError
+from deploy.hosting import HostingMode, StagePackage, StoredFile, mode_for
+from deploy.lifecycle.plan import InfraSpec, Plan
 from deploy.lifecycle.prices import estimate
 from deploy.lifecycle.provider import (
     EndpointView,
@@ -30,11 +23,6 @@ from deploy.lifecycle.provider import (
     UploadOutcome,
 )
 from deploy.lifecycle.smoke import SmokeResult, raise_for_failures, smoke_test
-from deploy.neuron.instances import is_inferentia, neuron_cores
-
-MANIFEST = "manifest.json"
-# Families SageMaker multi-model endpoints do not run on (aws-neuron/aws-neuron-sdk#154).
-_NO_MME_FAMILIES = ("inf1", "inf2", "trn1", "trn2")
 
 
 def desired_infra(settings: DeploySettings) -> InfraSpec:
@@ -47,34 +35,23 @@ def desired_infra(settings: DeploySettings) -> InfraSpec:
 
 
 def validate(
-    settings: DeploySettings, repository: Path, *, models: bool = True, instance: bool = True
+    settings: DeploySettings,
+    repository: Path,
+    *,
+    models: bool = True,
+    instance: bool = True,
+    mode: HostingMode | None = None,
 ) -> None:
-    """Checks that need no AWS call: the instance type (with `instance`: AWS) and
-    (with `models`) the repository.
+    """Checks that need no AWS call: the hosting mode's rules for the settings (with
+    `instance`: AWS) and (with `models`) the repository.
 
     For ml.inf1 the repository rules include NeuronCore planning for the size
     (ranges inside the instance's cores, no two models sharing one).
     """
     if instance:
-        _validate_instance(settings)
+        (mode or mode_for(settings)).check_settings(settings)
     if models:
         _validate_repository(repository, settings.instance_type if instance else None)
-
-
-def _validate_instance(settings: DeploySettings) -> None:
-    # SageMaker's own list (with "did you mean"): every entry is ml.<family>.<size>.
-    require_instance_type(settings.instance_type, where="instance_type (--instance)")
-    parts = settings.instance_type.split(".")
-    if is_inferentia(settings.instance_type):
-        # A single-model endpoint (deploy.lifecycle.single_model); an unknown size fails here.
-        neuron_cores(settings.instance_type)
-    elif parts[1] in _NO_MME_FAMILIES:
-        raise ConfigError(
-            f"{settings.instance_type} cannot host a multi-model endpoint",
-            where="instance_type (--instance)",
-            fix="use a GPU (ml.g5.xlarge) or CPU (ml.m5.xlarge) instance, "
-            "or ml.inf1 (a single-model endpoint)",
-        )
 
 
 def _validate_repository(repository: Path, instance_type: str | None) -> None:
@@ -98,46 +75,33 @@ def _validate_repository(repository: Path, instance_type: str | None) -> None:
 
 
 def package(
-    repository: Path, package_dir: Path, *, progress: bool = False
-) -> tuple[dict[str, Any], Path]:
-    """Incremental packaging (unchanged models keep their archives); returns the manifest."""
-    from deploy.packaging import package_repository
-
-    package_repository(repository, package_dir, progress=progress)
-    return read_package(package_dir)
+    mode: HostingMode, repository: Path, package_dir: Path, *, progress: bool = False
+) -> StagePackage:
+    """The mode's layout written to its folder under `package_dir` (incrementally)."""
+    return mode.layout.package(repository, mode.package_dir(package_dir), progress=progress)
 
 
-def read_package(package_dir: Path) -> tuple[dict[str, Any], Path]:
-    path = package_dir / MANIFEST
-    try:
-        document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise PackagingError(
-            f"cannot read the manifest: {exc}", where=str(path), fix="run `deploy package`"
-        ) from exc
-    for entry in manifest_entries(document, where=str(path)).values():
-        archive = package_dir / entry.target_model
-        if not archive.is_file() or archive.stat().st_size != entry.bytes:
-            raise PackagingError(
-                f"archive of model {entry.name!r} is missing or has the wrong size",
-                where=str(archive),
-                fix="re-run `deploy package`",
-            )
-    return document, path
+def read_package(mode: HostingMode, package_dir: Path) -> StagePackage:
+    """A package written before, as it is (`deploy up --skip-package`)."""
+    return mode.layout.read_package(mode.package_dir(package_dir))
 
 
 def plan(
     settings: DeploySettings,
     provider: Provider,
-    manifest: dict[str, Any],
+    mode: HostingMode,
+    package: StagePackage,
     desired: InfraSpec,
 ) -> tuple[Plan, InfraPlan]:
     """Describe calls only: what would change, and what it costs per hour."""
-    local = manifest_entries(manifest, where=MANIFEST)
-    published = manifest_entries(provider.published_manifest(), where="published manifest")
-    stored = provider.stored_sha256(entry.target_model for entry in local.values())
-    models = diff_models(local, published, stored)
+    if package.archive is not None:
+        # The endpoint's Model reads this archive: its templates name the key.
+        provider.use_model_archive(package.archive.key)
+    published = provider.published_manifest()
+    stored = provider.stored_sha256(file.key for file in package.files)
+    diff = mode.layout.diff(package, published, stored)
     infra = provider.plan_infra(desired)
+    on_aws = provider.name == "aws"
     cost = (
         estimate(
             settings.region,
@@ -145,7 +109,7 @@ def plan(
             min_instances=desired.min_instance_count,
             max_instances=desired.max_instance_count,
         )
-        if provider.name == "aws"
+        if on_aws
         else None
     )
     return (
@@ -153,26 +117,35 @@ def plan(
             stage=settings.stage,
             provider=provider.name,
             endpoint=settings.endpoint_name,
-            models=models,
+            models=diff.models,
             infra_action=infra.action,
             infra=infra.changes,
             resources=infra.resources,
             cost=cost,
-            region=settings.region if provider.name == "aws" else None,
+            hosting=mode.name,
+            archive=diff.archive,
+            region=settings.region if on_aws else None,
             region_source=provider.region_source,
+            notes=tuple(mode.check_package(settings, package)),
         ),
         infra,
     )
 
 
+def pending_files(the_plan: Plan, package: StagePackage) -> list[StoredFile]:
+    """The package's files the store lacks, as the plan found."""
+    keys = the_plan.upload_keys
+    return [file for file in package.files if file.key in keys]
+
+
 def upload(
-    the_plan: Plan, provider: Provider, package_dir: Path, reporter: Reporter
+    the_plan: Plan, provider: Provider, package: StagePackage, reporter: Reporter
 ) -> list[UploadOutcome]:
-    """Send the archives the store lacks (and only those)."""
-    todo: list[ModelChange] = list(the_plan.uploads)
+    """Send the files the store lacks (and only those)."""
+    todo = pending_files(the_plan, package)
     if not todo:
         return []
-    return provider.upload(package_dir, todo, reporter)
+    return provider.upload(todo, reporter)
 
 
 def provision(infra: InfraPlan, provider: Provider, desired: InfraSpec, reporter: Reporter) -> None:
@@ -186,30 +159,27 @@ def wait(provider: Provider, *, timeout_s: float, reporter: Reporter) -> Endpoin
 
 def smoke(
     the_plan: Plan,
-    manifest: dict[str, Any],
-    manifest_path: Path,
+    mode: HostingMode,
+    package: StagePackage,
     provider: Provider,
     *,
     timeout_s: float = 120.0,
-    changes: Sequence[ModelChange] | None = None,
 ) -> list[SmokeResult]:
-    """Smoke-test `changes` (by default every new or changed model); raises naming each
-    failing one."""
+    """Smoke-test what the mode says changed (per-model: each new or changed model; a
+    router layout: every model once anything was deployed); raises naming each failing one.
+    Requests are addressed as the manifest's hosting says (TargetModel or router)."""
     target = provider.data_plane()
+    changes = mode.layout.smoke_changes(the_plan.models, deployed=not the_plan.empty)
     results = smoke_test(
-        the_plan.changed_models if changes is None else changes,
-        manifest,
-        manifest_path,
-        target,
-        timeout_s=timeout_s,
+        changes, package.document, package.manifest_path, target, timeout_s=timeout_s
     )
     raise_for_failures(results, endpoint=target.endpoint_name)
     return results
 
 
-def publish(the_plan: Plan, provider: Provider, manifest_path: Path) -> bool:
+def publish(the_plan: Plan, provider: Provider, mode: HostingMode, package: StagePackage) -> bool:
     """Switch clients to the new manifest (last, after the smoke test)."""
     if not the_plan.manifest_changes and provider.published_manifest() is not None:
         return False
-    provider.publish_manifest(manifest_path.read_bytes())
+    provider.publish_manifest(mode.layout.published_document(package))
     return True

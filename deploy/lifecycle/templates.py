@@ -11,10 +11,11 @@ auto-rollback, from the template's DeploymentConfig), and deletes the old
 config only in the cleanup phase, after the endpoint update succeeded. (It
 also spares emulators that cannot replace a config in place.)
 
-An ml.inf1 stage is deployed by the CDK CLI from the synthesized cloud
-assembly (its Neuron image is a container asset), so its templates stay as
-synthesized; the setting `infra.model_archive` points its SageMaker Model
-(and the execution role's read permission) at the uploaded archive.
+A stage whose stacks have container image assets (the inf1 Neuron image) is
+deployed by the CDK CLI from the synthesized cloud assembly, so its templates
+stay as synthesized. For router layouts the setting `infra.model_archive`
+points the SageMaker Model (and the execution role's read permission) at the
+uploaded archive.
 """
 
 from __future__ import annotations
@@ -49,8 +50,9 @@ def project_root(start: Path | None = None) -> Path:
 
 
 def cdk_synthesizer(context: dict[str, Any]) -> Synthesizer:
-    """Synthesize with the CDK app in process, `context` added to cdk.json's (what the
-    CDK CLI's context providers would have looked up, e.g. availability zones).
+    """Synthesize by running the CDK app as the CDK CLI does, `context` added to
+    cdk.json's (what the CLI's context providers would have looked up, e.g.
+    availability zones).
     """
 
     def synthesize(settings: DeploySettings, outdir: Path) -> dict[str, Path]:
@@ -59,42 +61,92 @@ def cdk_synthesizer(context: dict[str, Any]) -> Synthesizer:
     return synthesize
 
 
+# The context key that turns cdk-nag off in the CDK app (it runs in `make test`;
+# provisioning needs the templates only).
+NAG_CONTEXT = "deploy:nag"
+
+
+def settings_context(settings: DeploySettings) -> dict[str, Any]:
+    """The settings the CDK app reads, as `-c key=value` context (infra.app's keys)."""
+    context: dict[str, Any] = {
+        "stage": settings.stage,
+        "region": settings.region,
+        "endpoint_name": settings.endpoint_name,
+        "instance_type": settings.instance_type,
+    }
+    if settings.hosting is not None:
+        context["hosting"] = settings.hosting
+    for name, value in settings.infra.model_dump(mode="json").items():
+        if value is not None:
+            context[f"infra.{name}"] = value
+    return context
+
+
+def _app_command(root: Path) -> tuple[list[str], dict[str, Any]]:
+    """cdk.json's `app` command (its Python: the interpreter running deploy) and context."""
+    import shlex
+    import sys
+
+    document = json.loads((root / "cdk.json").read_text(encoding="utf-8"))
+    command = shlex.split(str(document["app"]))
+    if command and Path(command[0]).name.startswith("python"):
+        command[0] = sys.executable
+    return command, dict(document.get("context", {}))
+
+
 def _cdk_synthesize(
     settings: DeploySettings,
     outdir: Path,
     context: dict[str, Any] | None = None,
 ) -> dict[str, Path]:
-    import sys
+    """Run the CDK app (cdk.json's `app`) with the settings as its context; the app is
+    a separate program, so deploy imports nothing of it."""
+    import subprocess
 
-    root = str(project_root())
-    if root not in sys.path:
-        # The console script does not put the working directory on sys.path.
-        sys.path.insert(0, root)
-    # Node 20 synthesizes correctly; without these jsii prints an end-of-life banner
-    # (the second variable lists the major versions to stay quiet about).
-    os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
-    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+    root = project_root()
+    command, pinned = _app_command(root)
+    full_context = {
+        **pinned,
+        **(context or {}),
+        **settings_context(settings),
+        NAG_CONTEXT: False,
+    }
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("DEPLOY_")}
+    environment.update(
+        {
+            "CDK_OUTDIR": str(outdir),
+            "CDK_CONTEXT_JSON": json.dumps(full_context),
+            # Every setting is in the context: the app reads no deploy.toml.
+            "DEPLOY_CONFIG": os.devnull,
+            # Node 20 synthesizes correctly; without these jsii prints an end-of-life
+            # banner (the second variable lists the major versions to stay quiet about).
+            "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
+            "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+        }
+    )
+    outdir.mkdir(parents=True, exist_ok=True)
     try:
-        import aws_cdk as cdk
-
-        from infra.synth import build_app
-    except ModuleNotFoundError as exc:
-        from deploy.extras import PROVIDED_BY, install_command
-
-        module = (exc.name or "").split(".")[0]
+        done = subprocess.run(
+            command,
+            cwd=root,
+            env=environment,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=600,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
         raise ConfigError(
-            f"the CDK app is not importable ({exc.name} is missing)",
-            where="infra/",
-            fix=install_command("infra")
-            if module in PROVIDED_BY
-            else "run deploy from the project root (infra/ is not installed with the package)",
+            f"cannot run the CDK app: {exc}", where=str(root / "cdk.json"), fix=_APP_FIX
         ) from exc
-    pinned = json.loads((project_root() / "cdk.json").read_text(encoding="utf-8"))
-    app = cdk.App(outdir=str(outdir), context={**pinned.get("context", {}), **(context or {})})
-    # cdk-nag runs in `make test`; provisioning needs the templates only.
-    staged = build_app(settings, app=app, nag=False)
-    assembly = staged.app.synth()
-    manifest = json.loads((Path(assembly.directory) / "manifest.json").read_text(encoding="utf-8"))
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        detail = " | ".join(lines[-5:])[-1500:] or f"exit code {done.returncode}"
+        raise ConfigError(
+            f"the CDK app failed: {detail}", where=str(root / "cdk.json"), fix=_APP_FIX
+        )
+    manifest = json.loads((outdir / "manifest.json").read_text(encoding="utf-8"))
     missing = [str(entry.get("key")) for entry in manifest.get("missing", [])]
     if missing:
         # The app would hold placeholder values (a dummy prefix list id, say).
@@ -104,10 +156,19 @@ def _cdk_synthesize(
             fix="synthesize with the CDK CLI (`npx cdk synth`), which looks them up, or add "
             "them to cdk.json's context",
         )
-    return {
-        stack.stack_name: Path(assembly.get_stack_by_name(stack.stack_name).template_full_path)
-        for stack in staged.stacks.values()
+    stacks = {
+        str(artifact.get("displayName") or name): outdir / artifact["properties"]["templateFile"]
+        for name, artifact in manifest.get("artifacts", {}).items()
+        if artifact.get("type") == "aws:cloudformation:stack"
     }
+    order = [settings.stack_name(component) for component in COMPONENTS]
+    return {name: stacks[name] for name in order if name in stacks}
+
+
+_APP_FIX = (
+    "run deploy from the project root (cdk.json and infra/; the app needs "
+    "`pip install 'triton-sagemaker-deploy[infra]'`)"
+)
 
 
 def _root_or_cwd() -> Path:
@@ -142,12 +203,12 @@ def stage_templates(
     root_dir: Path | None = None,
 ) -> StageTemplates:
     """The stage's templates (rollout-safe), synthesized once per settings and infra code."""
-    from deploy.neuron.instances import is_inferentia
+    from deploy.lifecycle.assets import container_image_stacks
 
     root = root_dir or _root_or_cwd()
     # Only what the CDK app reads: paths of models and packages do not matter here.
     relevant = settings.model_dump_json(
-        include={"stage", "region", "endpoint_name", "instance_type", "infra"}
+        include={"stage", "region", "endpoint_name", "instance_type", "hosting", "infra"}
     )
     key = hashlib.sha256((relevant + _infra_fingerprint(root)).encode()).hexdigest()[:20]
     folder = cache_dir / key
@@ -158,13 +219,16 @@ def stage_templates(
         produced = (synthesize or _cdk_synthesize)(settings, folder / "cdk.out")
         order = {name: str(path) for name, path in produced.items()}
         index.write_text(json.dumps(order), encoding="utf-8")
-    # The CDK CLI deploys an inf1 stage from the assembly: its templates as written.
-    pin = pin_endpoint_configs if not is_inferentia(settings.instance_type) else _as_is
+    # The CDK CLI deploys a stage whose stacks build an image (the inf1 Neuron image)
+    # from the assembly: its templates as written.
+    assembly = folder / "cdk.out"
+    built = container_image_stacks(assembly, list(order))
+    pin = _as_is if built else pin_endpoint_configs
     templates = {
         name: pin(json.loads(Path(path).read_text(encoding="utf-8")))
         for name, path in order.items()
     }
-    return StageTemplates(templates, folder / "cdk.out")
+    return StageTemplates(templates, assembly)
 
 
 def _as_is(template: dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,9 @@
-"""`deploy up`: the stages chained, for any provider.
+"""`deploy up`: the stages chained, for any provider and any hosting mode.
 
-ml.inf1 stages take the single-model chain (`deploy.lifecycle.single_model`):
-the same stages, with one archive for every model and the router.
+    validate -> package -> plan -> [tools] -> upload -> provision -> wait -> smoke -> publish
+
+What differs between hosting modes (multi-model, single-model, async,
+serverless) is the `deploy.hosting.HostingMode` the stages are given.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from deploy.config import DeploySettings
-from deploy.errors import DeployError
+from deploy.errors import ConfigError, DeployError
+from deploy.hosting import HostingMode, StagePackage, mode_for
 from deploy.lifecycle import stages
 from deploy.lifecycle.plan import InfraSpec, Plan, diff_infra
 from deploy.lifecycle.provider import (
@@ -66,22 +69,26 @@ def up(
     options: UpOptions,
     reporter: Reporter,
     on_plan: Callable[[Plan], None] | None = None,
+    mode: HostingMode | None = None,
 ) -> UpResult:
     """Run the stages; `on_plan` sees the plan before anything changes.
 
-    The local endpoint runs on this machine: the instance type applies to AWS
-    only (its checks, and the ml.inf1 single-model chain). A dry run without
-    AWS credentials plans offline: the models, archives, instance and price,
-    with `Plan.needs_credentials` naming what it could not compare.
+    `mode` is the stage's hosting mode (default: `deploy.hosting.mode_for(settings)`);
+    the chain is the same for every mode. The local endpoint runs on this machine:
+    the instance type applies to AWS only. A dry run without AWS credentials plans
+    offline: the models, archives, instance and price, with `Plan.needs_credentials`
+    naming what it could not compare.
     """
-    from deploy.neuron.instances import is_inferentia
-
     started = time.monotonic()
     on_aws = provider.name == "aws"
+    mode = mode or mode_for(settings)
+    _require_hosting(provider, mode)
     # A package deployed as it is was validated when it was written.
     target = f" for {settings.instance_type}" if on_aws else ""
-    reporter.stage("validate", f"{repository}{target}")
-    stages.validate(settings, repository, models=not options.skip_package, instance=on_aws)
+    reporter.stage("validate", f"{repository}{target} ({mode.name})")
+    stages.validate(
+        settings, repository, models=not options.skip_package, instance=on_aws, mode=mode
+    )
     offline = provider.unavailable()
     if offline is not None and not options.dry_run:
         raise DeployError(
@@ -90,26 +97,75 @@ def up(
             fix="configure AWS credentials (--profile, AWS_PROFILE, AWS_ACCESS_KEY_ID or an "
             "OIDC role); `deploy up --dry-run` shows the offline part of the plan without them",
         )
-    single = on_aws and is_inferentia(settings.instance_type)
-    chain = _single_model if single else _multi_model
     planner: Provider = provider if offline is None else _Offline(provider)
-    the_plan, apply = chain(
-        settings,
-        planner,
-        repository=repository,
-        package_dir=package_dir,
-        options=options,
-        reporter=reporter,
-    )
+    folder = mode.package_dir(package_dir)
+    if options.skip_package:
+        reporter.stage("package", f"using {folder} as it is")
+        package = stages.read_package(mode, package_dir)
+    else:
+        reporter.stage("package", f"{repository} -> {folder} ({mode.layout.describe()})")
+        package = stages.package(mode, repository, package_dir, progress=reporter.package_progress)
+    desired = stages.desired_infra(settings)
+    _planning(reporter, provider)
+    the_plan, infra = stages.plan(settings, planner, mode, package, desired)
     if offline is not None:
         the_plan = the_plan.offline(offline)
     result = UpResult(plan=the_plan, dry_run=options.dry_run)
     if on_plan is not None:
         on_plan(the_plan)
     if not options.dry_run:
-        apply(result, reporter)
+        _apply(
+            the_plan, infra, settings, provider, mode, package, desired, options, result, reporter
+        )
     result.seconds = time.monotonic() - started
     return result
+
+
+def _apply(
+    the_plan: Plan,
+    infra: InfraPlan,
+    settings: DeploySettings,
+    provider: Provider,
+    mode: HostingMode,
+    package: StagePackage,
+    desired: InfraSpec,
+    options: UpOptions,
+    result: UpResult,
+    reporter: Reporter,
+) -> None:
+    """upload -> provision -> wait -> smoke -> publish, recorded in `result`."""
+    # Tools provisioning needs besides AWS (e.g. Docker for an image asset), checked
+    # before anything is uploaded.
+    provider.require_provisioning_tools(infra)
+    pending = stages.pending_files(the_plan, package)
+    _uploading(reporter, len(pending), sum(file.bytes for file in pending))
+    result.uploads = stages.upload(the_plan, provider, package, reporter)
+    reporter.stage("provision", _provisioning(infra.action, provider))
+    stages.provision(infra, provider, desired, reporter)
+    reporter.stage("wait", f"for endpoint {settings.endpoint_name} to be in service")
+    result.endpoint = stages.wait(provider, timeout_s=options.timeout_s, reporter=reporter)
+    if not options.skip_smoke:
+        count = len(mode.layout.smoke_changes(the_plan.models, deployed=not the_plan.empty))
+        reporter.stage("smoke", mode.layout.describe_smoke(count))
+        result.smoke = stages.smoke(
+            the_plan, mode, package, provider, timeout_s=options.smoke_timeout_s
+        )
+    reporter.stage("publish", "the manifest" if the_plan.manifest_changes else "no change")
+    result.published = stages.publish(the_plan, provider, mode, package)
+
+
+def _require_hosting(provider: Provider, mode: HostingMode) -> None:
+    if mode.name in provider.hostings:
+        return
+    raise ConfigError(
+        f"the {provider.name} provider does not host {mode.name} endpoints "
+        f"(it hosts: {', '.join(provider.hostings)})",
+        where="hosting (--hosting)",
+        fix=f"run the {mode.name} layout on this machine with "
+        f"`deploy serve --hosting {mode.name} REPO`"
+        if provider.name == "local"
+        else f"use --hosting {provider.hostings[0]}",
+    )
 
 
 class _Offline:
@@ -150,101 +206,9 @@ def _uploading(reporter: Reporter, changes: int, nbytes: int) -> None:
     )
 
 
-# What a chain does once the plan is out: upload -> provision -> wait -> smoke -> publish,
-# recorded in the result.
-_Apply = Callable[[UpResult, Reporter], None]
-
-
-def _multi_model(
-    settings: DeploySettings,
-    provider: Provider,
-    *,
-    repository: Path,
-    package_dir: Path,
-    options: UpOptions,
-    reporter: Reporter,
-) -> tuple[Plan, _Apply]:
-    """Package and plan; the rest of the chain as `_Apply`."""
-    if options.skip_package:
-        reporter.stage("package", f"using {package_dir} as it is")
-        manifest, manifest_path = stages.read_package(package_dir)
-    else:
-        reporter.stage("package", f"{repository} -> {package_dir}")
-        manifest, manifest_path = stages.package(
-            repository, package_dir, progress=reporter.package_progress
-        )
-    desired = stages.desired_infra(settings)
-    _planning(reporter, provider)
-    the_plan, infra = stages.plan(settings, provider, manifest, desired)
-
-    def apply(result: UpResult, reporter: Reporter) -> None:
-        _uploading(reporter, len(the_plan.uploads), sum(m.bytes for m in the_plan.uploads))
-        result.uploads = stages.upload(the_plan, provider, package_dir, reporter)
-        reporter.stage("provision", _provisioning(infra.action, provider))
-        stages.provision(infra, provider, desired, reporter)
-        reporter.stage("wait", f"for endpoint {settings.endpoint_name} to be in service")
-        result.endpoint = stages.wait(provider, timeout_s=options.timeout_s, reporter=reporter)
-        if not options.skip_smoke:
-            reporter.stage("smoke", f"{len(the_plan.changed_models)} new or changed model(s)")
-            result.smoke = stages.smoke(
-                the_plan, manifest, manifest_path, provider, timeout_s=options.smoke_timeout_s
-            )
-        reporter.stage("publish", "the manifest" if the_plan.manifest_changes else "no change")
-        result.published = stages.publish(the_plan, provider, manifest_path)
-
-    return the_plan, apply
-
-
 def _provisioning(action: str, provider: Provider) -> str:
     if action == "none":
         return "nothing to change"
     if provider.name == "local":
         return "starting the local endpoint"
     return f"{action} stacks"
-
-
-def _single_model(
-    settings: DeploySettings,
-    provider: Provider,
-    *,
-    repository: Path,
-    package_dir: Path,
-    options: UpOptions,
-    reporter: Reporter,
-) -> tuple[Plan, _Apply]:
-    """The inf1 chain: package, plan; then [tools], upload, provision, wait, smoke, publish."""
-    from deploy.lifecycle import single_model
-
-    target = single_model.require_provider(provider)
-    # Its own folder (as in the model store), apart from the multi-model archives.
-    folder = package_dir / single_model.PACKAGE_FOLDER
-    if options.skip_package:
-        reporter.stage("package", f"using {folder} as it is")
-        the_package = single_model.read_package(folder)
-    else:
-        reporter.stage("package", f"{repository} -> {folder} (one archive + router)")
-        the_package = single_model.package(repository, folder)
-    desired = stages.desired_infra(settings)
-    _planning(reporter, provider)
-    the_plan, infra = single_model.plan(settings, target, the_package, desired)
-
-    def apply(result: UpResult, reporter: Reporter) -> None:
-        # Docker (for the Neuron image) and the CDK CLI, before anything is uploaded.
-        target.require_provisioning_tools(infra)
-        archive = the_plan.archive
-        pending = archive is not None and archive.upload
-        _uploading(reporter, int(pending), archive.bytes if archive and pending else 0)
-        result.uploads = single_model.upload(the_plan, target, the_package, reporter)
-        reporter.stage("provision", _provisioning(infra.action, provider))
-        stages.provision(infra, target, desired, reporter)
-        reporter.stage("wait", f"for endpoint {settings.endpoint_name} to be in service")
-        result.endpoint = stages.wait(target, timeout_s=options.timeout_s, reporter=reporter)
-        if not options.skip_smoke:
-            reporter.stage("smoke", f"{len(the_plan.models)} model(s) through the router")
-            result.smoke = single_model.smoke(
-                the_plan, the_package, target, timeout_s=options.smoke_timeout_s
-            )
-        reporter.stage("publish", "the manifest" if the_plan.manifest_changes else "no change")
-        result.published = single_model.publish(the_plan, target, the_package)
-
-    return the_plan, apply

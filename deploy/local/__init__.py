@@ -14,7 +14,6 @@
     json_limits.py  JSON nesting and json-header-size checks before Triton parses a body
     endpoint.py     composes the above into one running endpoint
     serve.py        `deploy serve`: an endpoint in the foreground until SIGINT/SIGTERM
-    provider.py     `deploy up/status/down --local` (background endpoint + state file)
     single_model.py single-model mode (the inf1 layout behind a router)
 
 Nothing here imports boto3, torch or onnxruntime at module level.

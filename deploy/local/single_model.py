@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
+from deploy.client import manifest as contract
 from deploy.errors import LocalEndpointError
 from deploy.local import wire
 from deploy.local.endpoint import EndpointOptions, LocalEndpoint
@@ -38,7 +39,7 @@ from deploy.neuron.router import (
     stage_layout,
 )
 
-MANIFEST_NAME = "manifest.json"
+MANIFEST_NAME = contract.MANIFEST_NAME
 
 log = logging.getLogger(__name__)
 

@@ -15,10 +15,11 @@ import tempfile
 from pathlib import Path
 from typing import Any, Protocol
 
+from deploy.client import manifest as contract
 from deploy.errors import LocalEndpointError
 from deploy.repository.names import TARGET_MODEL_CHARACTERS, target_model_problem
 
-MANIFEST = "manifest.json"
+MANIFEST = contract.MANIFEST_NAME
 
 
 class ModelNotInStoreError(LocalEndpointError):
@@ -69,11 +70,15 @@ def _parse_manifest(text: str, where: str) -> dict[str, Any]:
         raise LocalEndpointError(
             f"manifest is not JSON: {exc}", where=where, fix="re-run `deploy package`"
         ) from exc
-    if not isinstance(document, dict) or not isinstance(document.get("models"), dict):
+    try:
+        contract.parse(document, where)  # the one check of the contract
+    except contract.ManifestFormatError as exc:
         raise LocalEndpointError(
-            "manifest has no `models` table", where=where, fix="re-run `deploy package`"
-        )
-    return document
+            f"manifest breaks the contract: {exc.message}",
+            where=exc.where or where,
+            fix="re-run `deploy package`",
+        ) from exc
+    return dict(document)
 
 
 class DirectoryStore:

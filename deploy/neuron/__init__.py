@@ -7,7 +7,6 @@ generate.py    the python-backend model (config.pbtxt + templates/neuron_model.p
 router.py      the BLS router (templates/router_model.py.tmpl) and the single-model manifest
 package.py     the inf1 layout as one single-model archive
 compile.py     torch-neuron tracing (Neuron package repository)
-validation.py  NeuronCore rules for `deploy validate --instance ml.inf1.*`
 """
 
 from __future__ import annotations

@@ -10,22 +10,23 @@ writer (ISA-L), so the same repository gives the same bytes.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from deploy.client.manifest import MANIFEST_NAME, ArchiveRef, dump
 from deploy.errors import NeuronError
 from deploy.neuron.router import (
     DEFAULT_ROUTER_INSTANCES,
     ROUTER_NAME,
-    single_model_manifest,
+    router_manifest,
     stage_layout,
 )
 
 ARCHIVE_NAME = "model.tar.gz"
-MANIFEST_NAME = "manifest.json"
 
 
 def _entries(staged: Path) -> list[Any]:
@@ -77,8 +78,6 @@ def package_single_model(
     router_instances: int = DEFAULT_ROUTER_INSTANCES,
 ) -> dict[str, Any]:
     """Write `out/model.tar.gz` and `out/manifest.json`; returns the manifest."""
-    import json
-
     from deploy.packaging.archive import write_archive
     from deploy.packaging.atomic import atomic_file, atomic_write_bytes
 
@@ -92,10 +91,14 @@ def package_single_model(
         except OSError as exc:
             raise NeuronError(f"cannot write the archive: {exc}", where=str(out)) from exc
         digests = model_digests(entries, [model.name for model in models])
-    manifest = single_model_manifest(models, router=router)
-    for name, (digest, model_bytes) in digests.items():
-        manifest["models"][name]["source_digest"] = digest
-        manifest["models"][name]["bytes"] = model_bytes
-    manifest["archive"] = {"key": ARCHIVE_NAME, "sha256": sha256, "bytes": size}
-    atomic_write_bytes(out / MANIFEST_NAME, (json.dumps(manifest, indent=2) + "\n").encode())
-    return manifest
+    routed = router_manifest(models, router=router)
+    manifest = dataclasses.replace(
+        routed,
+        models={
+            name: dataclasses.replace(info, source_digest=digests[name][0], bytes=digests[name][1])
+            for name, info in routed.models.items()
+        },
+        archive=ArchiveRef(ARCHIVE_NAME, sha256, size),
+    )
+    atomic_write_bytes(out / MANIFEST_NAME, dump(manifest))
+    return manifest.to_document()

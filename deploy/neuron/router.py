@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from deploy._files import atomic_write_bytes
+from deploy.client.manifest import SINGLE_MODEL, Manifest, ModelInfo, TensorSpec, dump
 from deploy.errors import NeuronError
 from deploy.neuron.generate import MODEL_VERSION, template_text
 
 ROUTER_NAME = "router"
 ROUTER_TEMPLATE = "router_model.py.tmpl"
 DEFAULT_ROUTER_INSTANCES = 4
-MANIFEST_FORMAT = 1
 
 
 @dataclass(frozen=True)
@@ -218,39 +218,43 @@ def stage_layout(
     return models
 
 
-def single_model_manifest(
-    models: list[RoutedModel], *, router: str = ROUTER_NAME
-) -> dict[str, Any]:
+def router_manifest(models: list[RoutedModel], *, router: str = ROUTER_NAME) -> Manifest:
     """The manifest for the SDK: hosting single-model, one entry per routable model."""
 
-    def tensors(items: tuple[Tensor, ...]) -> list[dict[str, Any]]:
-        return [{"name": t.name, "datatype": t.datatype, "shape": list(t.shape)} for t in items]
+    def tensors(items: tuple[Tensor, ...]) -> tuple[TensorSpec, ...]:
+        return tuple(TensorSpec(t.name, t.datatype, t.shape) for t in items)
 
-    return {
-        "format": MANIFEST_FORMAT,
-        "hosting": "single-model",
-        "router": router,
-        "models": {
-            model.name: {
-                "name": model.name,
+    return Manifest(
+        SINGLE_MODEL,
+        {
+            model.name: ModelInfo(
+                name=model.name,
                 # No archive per model here: the name is what the router is sent.
-                "target_model": model.name,
-                "kind": model.kind,
-                "backend": model.backend,
-                "platform": model.platform,
-                "max_batch_size": model.max_batch_size,
-                "inputs": tensors(model.inputs),
-                "outputs": tensors(model.outputs),
-                "contains": [model.name],
-            }
+                target_model=model.name,
+                max_batch_size=model.max_batch_size,
+                inputs=tensors(model.inputs),
+                outputs=tensors(model.outputs),
+                kind=model.kind,
+                backend=model.backend,
+                platform=model.platform,
+                contains=(model.name,),
+            )
             for model in models
             if model.name != router
         },
-    }
+        router=router,
+    )
+
+
+def single_model_manifest(
+    models: list[RoutedModel], *, router: str = ROUTER_NAME
+) -> dict[str, Any]:
+    """`router_manifest` as a JSON document."""
+    return router_manifest(models, router=router).to_document()
 
 
 def write_manifest(repository: Path, path: Path, *, router: str = ROUTER_NAME) -> dict[str, Any]:
     """Write `single_model_manifest` for `repository` to `path` (atomically)."""
-    document = single_model_manifest(read_models(repository, exclude=[router]), router=router)
-    atomic_write_bytes(path, (json.dumps(document, indent=2) + "\n").encode("utf-8"))
-    return document
+    manifest = router_manifest(read_models(repository, exclude=[router]), router=router)
+    atomic_write_bytes(path, dump(manifest))
+    return manifest.to_document()

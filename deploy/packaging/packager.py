@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deploy.client.manifest import MULTI_MODEL
 from deploy.envs.images import DEFAULT_TRITON_VERSION, image_python
 from deploy.errors import PackagingError
 from deploy.packaging.archive import write_archive
@@ -65,9 +66,7 @@ class PackageResult:
         return {
             "out": str(self.out),
             "manifest": str(self.manifest_path),
-            "models": [
-                {**m.entry.model_dump(mode="json"), "reused": m.reused} for m in self.models
-            ],
+            "models": [{**m.entry.to_document(), "reused": m.reused} for m in self.models],
             "removed": self.removed,
         }
 
@@ -161,8 +160,8 @@ def _package_repository(
             commit.result()
         except OSError as exc:
             raise _write_error(result.entry.name, out, exc) from exc
-        cache.remember_archive(result.path, result.entry.sha256)
-    manifest = Manifest(models={p.entry.name: p.entry for p in packaged})
+        cache.remember_archive(result.path, str(result.entry.sha256))
+    manifest = Manifest(MULTI_MODEL, {p.entry.name: p.entry for p in packaged})
     manifest_path = write_manifest(out, manifest)
     removed = _remove_unreferenced(out, repository, manifest, previous)
     cache.forget_except(
@@ -246,7 +245,14 @@ def _package_model(
     reuse = _reusable(model.name, entries, out, cache, previous)
     if reuse is not None:
         old, path = reuse
-        fresh = _entry(model, contains, old.target_model, old.sha256, old.bytes, old.source_digest)
+        fresh = _entry(
+            model,
+            contains,
+            old.target_model,
+            str(old.sha256),
+            int(old.bytes or 0),
+            str(old.source_digest),
+        )
         if on_bytes is not None:
             on_bytes(sum(e.size for e in entries if e.source is not None))
         return PackagedModel(fresh, path, reused=True), None
@@ -293,9 +299,11 @@ def _entry(
         backend=model.backend,
         platform=model.platform,
         max_batch_size=model.max_batch_size,
-        inputs=[TensorEntry(**t.as_dict(), optional=t.optional) for t in model.inputs],
-        outputs=[TensorEntry(**t.as_dict()) for t in model.outputs],
-        contains=contains,
+        inputs=tuple(
+            TensorEntry(t.name, t.datatype, tuple(t.shape), t.optional) for t in model.inputs
+        ),
+        outputs=tuple(TensorEntry(t.name, t.datatype, tuple(t.shape)) for t in model.outputs),
+        contains=tuple(contains),
     )
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from deploy.neuron import validation as _neuron_rules  # noqa: F401  (NeuronCore rules)
 from deploy.repository import (
     LoadProblem,
     Repository,

@@ -19,6 +19,7 @@ from typing import Any
 from .binary import TensorError, decode_response, encode_request
 from .logs import get_logger
 from .manifest import ManifestCache, ManifestError
+from .manifest_format import TensorSpec
 
 log = get_logger()
 JSON_HEADERS = {"content-type": "application/json"}
@@ -98,12 +99,12 @@ class FrontDoor:
         entry = self._manifest.model(model)
         if entry is None:
             return _error(404, f"unknown model {model!r}")
-        batch = [-1] if entry.get("max_batch_size", 0) > 0 else []
+        batch = [-1] if entry.max_batch_size > 0 else []
 
-        def tensors(key: str) -> list[dict[str, Any]]:
+        def tensors(specs: tuple[TensorSpec, ...]) -> list[dict[str, Any]]:
             return [
-                {"name": t["name"], "datatype": t["datatype"], "shape": batch + list(t["shape"])}
-                for t in entry.get(key, [])
+                {"name": t.name, "datatype": t.datatype, "shape": batch + list(t.shape)}
+                for t in specs
             ]
 
         return Response(
@@ -111,9 +112,9 @@ class FrontDoor:
             {
                 "name": model,
                 "versions": [],
-                "platform": entry.get("platform") or entry.get("backend", ""),
-                "inputs": tensors("inputs"),
-                "outputs": tensors("outputs"),
+                "platform": entry.platform or entry.backend or "",
+                "inputs": tensors(entry.inputs),
+                "outputs": tensors(entry.outputs),
             },
         )
 
@@ -131,7 +132,7 @@ class FrontDoor:
         try:
             result = self._runtime.invoke_endpoint(
                 EndpointName=self._endpoint_name,
-                TargetModel=entry["target_model"],
+                TargetModel=entry.target_model,
                 ContentType=content_type,
                 Body=payload,
             )

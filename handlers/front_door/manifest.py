@@ -1,11 +1,17 @@
-"""The model store's manifest.json, read with boto3 and cached per Lambda instance."""
+"""The model store's manifest.json, read with boto3 and cached per Lambda instance.
+
+It is parsed by `manifest_format.py`, a byte-for-byte copy of the project's one
+manifest module (`deploy/client/manifest.py`; a test compares the two), since
+the Lambda bundle holds `handlers/` only.
+"""
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
+
+from .manifest_format import ManifestFormatError, ModelInfo, loads
 
 
 class ManifestError(Exception):
@@ -26,27 +32,28 @@ class ManifestCache:
     ) -> None:
         self._s3, self._bucket, self._key = s3, bucket, key
         self._ttl_s, self._clock = ttl_s, clock
-        self._models: dict[str, dict[str, Any]] | None = None
+        self._models: Mapping[str, ModelInfo] | None = None
         self._fetched_at = 0.0
 
-    def model(self, name: str) -> dict[str, Any] | None:
+    def model(self, name: str) -> ModelInfo | None:
         models = self._load(force=False)
         if name not in models and self._clock() - self._fetched_at > 1.0:
             # A model published since the last read: look once more, not on every miss.
             models = self._load(force=True)
         return models.get(name)
 
-    def _load(self, *, force: bool) -> dict[str, dict[str, Any]]:
+    def _load(self, *, force: bool) -> Mapping[str, ModelInfo]:
         now = self._clock()
         if self._models is not None and not force and now - self._fetched_at < self._ttl_s:
             return self._models
+        where = f"s3://{self._bucket}/{self._key}"
         try:
-            obj = self._s3.get_object(Bucket=self._bucket, Key=self._key)
-            document = json.loads(obj["Body"].read())
-        except Exception as exc:  # botocore errors and malformed JSON alike
-            raise ManifestError(f"cannot read s3://{self._bucket}/{self._key}: {exc}") from exc
-        models = document.get("models") if isinstance(document, dict) else None
-        if not isinstance(models, dict):
-            raise ManifestError(f"s3://{self._bucket}/{self._key} has no 'models' table")
+            raw = self._s3.get_object(Bucket=self._bucket, Key=self._key)["Body"].read()
+        except Exception as exc:  # botocore errors and transport errors alike
+            raise ManifestError(f"cannot read {where}: {exc}") from exc
+        try:
+            models = loads(raw, where).models
+        except ManifestFormatError as exc:
+            raise ManifestError(str(exc)) from exc
         self._models, self._fetched_at = models, now
         return models

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from aws_cdk import Aws
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -20,6 +19,7 @@ from infra.constructs.sagemaker_endpoint import (
     blue_green_endpoint,
     endpoint_arn,
     endpoint_config,
+    registry_repository_arn,
     runtime_statements,
     suppress_endpoint_logs,
     vpc_config,
@@ -31,7 +31,7 @@ class MultiModelEndpoint(Construct):
     """Execution role, Model (Mode MultiModel), EndpointConfig and Endpoint.
 
     Attributes: `role`, `model`, `endpoint_config`, `endpoint`, `endpoint_name`,
-    `variant_name`, `endpoint_arn`. The single-model inf1 endpoint sits beside this
+    `variant_name`, `endpoint_arn`. The single-model endpoint sits beside this
     construct; what both build the same way is in `sagemaker_endpoint`.
     """
 
@@ -152,9 +152,6 @@ def _execution_policy(
     key: kms.IKey,
     capture_prefix: str | None,
 ) -> iam.PolicyDocument:
-    registry_account, _, rest = image_uri.partition(".dkr.ecr.")
-    image_region = rest.split(".", 1)[0]
-    repository = image_uri.split("/", 1)[1].split(":", 1)[0]
     statements = [
         iam.PolicyStatement(
             sid="ReadModelStorePrefix",
@@ -175,9 +172,7 @@ def _execution_policy(
                 "ecr:BatchGetImage",
                 "ecr:GetDownloadUrlForLayer",
             ],
-            resources=[
-                f"arn:{Aws.PARTITION}:ecr:{image_region}:{registry_account}:repository/{repository}"
-            ],
+            resources=[registry_repository_arn(image_uri)],
         ),
         *runtime_statements(endpoint_name=endpoint_name),
     ]

@@ -1,6 +1,6 @@
 """What the SageMaker endpoint constructs share, whatever the hosting mode.
 
-`MultiModelEndpoint` and `Inf1SingleModelEndpoint` differ in their image, model
+`MultiModelEndpoint` and `SingleModelEndpoint` differ in their image, model
 and model-data grants; the variant, the blue/green endpoint with alarm
 rollback, the network placement and the execution role's runtime grants
 (ECR token, endpoint logs and metrics, VPC network interfaces) are built here.
@@ -48,6 +48,14 @@ def endpoint_arn(scope: Construct, *, endpoint_name: str) -> str:
     return Stack.of(scope).format_arn(
         service="sagemaker", resource="endpoint", resource_name=endpoint_name.lower()
     )
+
+
+def registry_repository_arn(image_uri: str) -> str:
+    """The ECR repository ARN of `<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>`."""
+    registry_account, _, rest = image_uri.partition(".dkr.ecr.")
+    image_region = rest.split(".", 1)[0]
+    repository = image_uri.split("/", 1)[1].split(":", 1)[0]
+    return f"arn:{Aws.PARTITION}:ecr:{image_region}:{registry_account}:repository/{repository}"
 
 
 def vpc_config(

@@ -171,7 +171,7 @@ def test_up_converges_changes_models_and_instances_resumes_prunes_and_downs(
     assert second.plan.infra_action == "none"
     assert second.endpoint is not None and second.endpoint.config_name == config_before
     assert published(provider)["alpha"] == new_alpha
-    store = provider._store()
+    store = provider.store()
     assert store is not None
     assert store[0].head(store[1] + old_alpha) is not None  # superseded, kept until prune
 
@@ -197,7 +197,7 @@ def test_up_converges_changes_models_and_instances_resumes_prunes_and_downs(
 
     with pytest.raises(KeyboardInterrupt):
         run_up(bigger, cache, before_part=interrupt, upload_workers=1)
-    store = provider._store()
+    store = provider.store()
     assert store is not None
     model_store, prefix = store
     assert model_store.head(prefix + big_target) is None

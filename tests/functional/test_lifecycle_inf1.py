@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from deploy.cli import app
 from deploy.config import DeploySettings, load_settings
-from deploy.lifecycle import single_model
+from deploy.hosting import router, single_model
 from deploy.lifecycle.aws_provider import AwsProvider
 from deploy.lifecycle.progress import SilentReporter
 from deploy.lifecycle.smoke import SmokeTestFailedError
@@ -244,7 +244,8 @@ def test_up_uploads_the_archive_smokes_every_model_through_the_router_then_publi
         )
 
     # GIVEN the stage provisioned for this package (as `cdk deploy` would have)
-    first_package = single_model.package(repo, out)
+    first_package = single_model.MODE.layout.package(repo, out).archive
+    assert first_package is not None
     provision_as_cdk_would(provider("http://unused"), first_package.key)
 
     # WHEN up runs with the data plane serving that archive
@@ -295,7 +296,8 @@ def test_up_uploads_the_archive_smokes_every_model_through_the_router_then_publi
             anchor, anchor + '        raise ValueError("classifier_single is broken")\n'
         )
     )
-    broken = single_model.package(repo, out)
+    broken = single_model.MODE.layout.package(repo, out).archive
+    assert broken is not None
     assert broken.key != key
     provision_as_cdk_would(provider("http://unused"), broken.key)
 
@@ -337,10 +339,10 @@ def test_the_cdk_cli_reads_the_assembly_up_would_deploy(aws: str, tmp_path: Path
 
     settings = load_settings(stage="inf1cli", instance_type=INSTANCE)
     provider = AwsProvider(settings, template_cache=tmp_path / "templates")
-    key = single_model.archive_key("0123456789abcdef" * 4)
+    key = router.archive_key(single_model.FOLDER, "0123456789abcdef" * 4)
     provider.use_model_archive(key)
     templates = provider.templates()
-    assembly = provider._synthesized().assembly
+    assembly = provider.synthesized().assembly
     listed = subprocess.run(
         [str(cdk_executable(project_root())), "ls", "--app", str(assembly)],
         capture_output=True,

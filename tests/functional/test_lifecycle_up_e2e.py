@@ -20,9 +20,10 @@ from typer.testing import CliRunner
 
 from deploy.cli import app
 from deploy.config import load_settings
+from deploy.hosting import mode_for
 from deploy.lifecycle.aws_provider import AwsProvider
 from deploy.lifecycle.progress import SilentReporter
-from deploy.lifecycle.stages import package, plan
+from deploy.lifecycle.stages import package, pending_files, plan
 from tests.functional.test_lifecycle_aws import aws_environment
 
 pytestmark = [
@@ -180,12 +181,13 @@ def test_up_change_rollout_smoke_failure_resume_status_prune_down(
     settings = load_settings(
         stage=STAGE, instance_type="ml.g4dn.xlarge", repository=repo, package_dir=out
     )
-    manifest, _ = package(repo, out)
+    mode = mode_for(settings)
+    the_package = package(mode, repo, out)
     provider = AwsProvider(settings, before_part=_interrupt_at_part(2), upload_workers=1)
-    the_plan, _ = plan(settings, provider, manifest, _spec(settings))
+    the_plan, _ = plan(settings, provider, mode, the_package, _spec(settings))
     (pending,) = the_plan.uploads
     with pytest.raises(KeyboardInterrupt):
-        provider.upload(out, [pending], SilentReporter())
+        provider.upload(pending_files(the_plan, the_package), SilentReporter())
     s3 = boto3.client("s3")
     assert "Contents" not in s3.list_objects_v2(
         Bucket=BUCKET, Prefix=f"models/{pending.target_model}"

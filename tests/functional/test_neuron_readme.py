@@ -51,7 +51,7 @@ def test_readme_inferentia_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         ["neuron", "generate"],
         ["neuron", "plan"],
         ["validate", "REPO"],
-        ["serve", "--mode"],
+        ["serve", "--hosting"],
         ["neuron", "package"],
     ]
     for command in commands:

@@ -96,7 +96,7 @@ def test_archive_members_are_normalised(tmp_path: Path) -> None:
 def test_round_trip_with_tarfile_and_gnu_tar(tmp_path: Path) -> None:
     result = package_repository(EXAMPLES, tmp_path / "out")
     entry = result.manifest.models["image_pipeline"]
-    assert entry.contains == ["classifier", "image_pipeline", "preprocess"]
+    assert entry.contains == ("classifier", "image_pipeline", "preprocess")
     extracted = tmp_path / "gnu"
     extracted.mkdir()
     subprocess.run(
@@ -113,7 +113,7 @@ def test_round_trip_with_tarfile_and_gnu_tar(tmp_path: Path) -> None:
 def test_bls_archive_bundles_its_dependency_with_a_json_config(tmp_path: Path) -> None:
     result = package_repository(EXAMPLES, tmp_path / "out")
     entry = result.manifest.models["bls_addsub"]
-    assert (entry.kind, entry.contains) == ("bls", ["addsub", "bls_addsub"])
+    assert (entry.kind, entry.contains) == ("bls", ("addsub", "bls_addsub"))
     with tarfile.open(tmp_path / "out" / entry.target_model) as tar:
         names = tar.getnames()
         config = json.loads(tar.extractfile("bls_addsub/deps/addsub.json").read())  # type: ignore[union-attr]
@@ -130,8 +130,8 @@ def test_manifest_lists_models_with_v2_signatures(tmp_path: Path) -> None:
     assert (document["format"], document["hosting"]) == (1, "multi-model")
     strings = manifest.models["strings"]
     assert [(t.name, t.datatype, t.shape) for t in strings.outputs] == [
-        ("UPPER", "BYTES", [-1]),
-        ("LENGTHS", "INT32", [-1]),
+        ("UPPER", "BYTES", (-1,)),
+        ("LENGTHS", "INT32", (-1,)),
     ]
     assert manifest.models["classifier"].backend == "pytorch"
     assert read_manifest(tmp_path / "out" / "manifest.json") == manifest

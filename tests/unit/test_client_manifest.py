@@ -82,7 +82,7 @@ def test_read_from_directory_or_file(tmp_path: Path) -> None:
     ("mutate", "message"),
     [
         (lambda d: d.update(format=2), "format 2"),
-        (lambda d: d.update(hosting="serverless"), "unknown hosting"),
+        (lambda d: d.update(hosting="multimodel"), "unknown hosting .multimodel."),
         (lambda d: d["models"]["addsub"].pop("target_model"), "models.addsub: has no target_model"),
         (
             lambda d: d["models"]["addsub"]["inputs"][0].update(datatype="FLOAT"),

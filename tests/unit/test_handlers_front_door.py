@@ -326,3 +326,18 @@ def test_lambda_entry_point_reads_its_environment(monkeypatch: pytest.MonkeyPatc
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(KeyError, match="MODEL_STORE_BUCKET"):
         front_door_app.handler(event("ready.json"), None)
+
+
+def test_the_lambda_parses_the_manifest_with_an_exact_copy_of_the_contract_module() -> None:
+    """The bundle holds handlers/ only, so it carries deploy/client/manifest.py as is."""
+    root = Path(__file__).resolve().parents[2]
+    canonical = (root / "deploy" / "client" / "manifest.py").read_bytes()
+    copy = (root / "handlers" / "front_door" / "manifest_format.py").read_bytes()
+    assert copy == canonical, "copy deploy/client/manifest.py to handlers/front_door/"
+
+
+def test_a_manifest_breaking_the_contract_is_503_naming_the_field() -> None:
+    broken = json.loads(json.dumps(MANIFEST))
+    broken["models"]["addsub"]["inputs"][0]["datatype"] = "FLOAT"
+    response = make(store=StoreStandIn(broken)).handle(event("metadata.json"))
+    assert response["statusCode"] == 503

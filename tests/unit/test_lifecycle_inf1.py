@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
+from deploy.client.manifest import parse
 from deploy.config import load_settings
 from deploy.errors import ConfigError
-from deploy.lifecycle import single_model
+from deploy.hosting import StagePackage, StoredFile, router
+from deploy.hosting.single_model import FOLDER, MODE
 from deploy.lifecycle.cdk_cli import (
     ContainerEngineError,
     deploy_command,
@@ -42,31 +44,35 @@ def manifest(**digests: str) -> dict[str, Any]:
 def test_models_are_diffed_by_their_folder_digests() -> None:
     local = manifest(a="1", b="2", c="3")
     published = manifest(a="1", b="old", d="4")
-    changes = {c.name: (c.action, c.upload) for c in single_model.diff_models(local, published)}
+    changes = {c.name: (c.action, c.upload) for c in router.diff_models(local, published)}
     assert changes == {
         "a": ("unchanged", False),
         "b": ("changed", False),
         "c": ("new", False),
         "d": ("removed", False),
     }
-    assert {c.action for c in single_model.diff_models(local, None)} == {"new"}
+    assert {c.action for c in router.diff_models(local, None)} == {"new"}
 
 
 def test_archive_key_is_content_derived_and_published_relative_to_its_folder(
     tmp_path: Path,
 ) -> None:
     sha = "0123456789abcdef" + "f" * 48
-    assert single_model.archive_key(sha) == "inf1/model-0123456789abcdef.tar.gz"
+    key = router.archive_key(FOLDER, sha)
+    assert key == "inf1/model-0123456789abcdef.tar.gz"
     document = manifest(a="1")
     document["archive"]["sha256"] = sha
-    package = single_model.Package(document, tmp_path / "manifest.json", tmp_path, sha, 99)
-    published = json.loads(single_model.published_document(package))
+    archive = StoredFile(key, tmp_path / "model.tar.gz", sha, 99)
+    package = StagePackage(
+        parse(document, "manifest.json"), document, tmp_path / "manifest.json", (archive,), archive
+    )
+    published = json.loads(MODE.layout.published_document(package))
     assert published["archive"] == {
         "key": "model-0123456789abcdef.tar.gz",
         "sha256": sha,
         "bytes": 99,
     }
-    assert single_model.published_key(published) == "inf1/model-0123456789abcdef.tar.gz"
+    assert MODE.layout.archive_key(published) == "inf1/model-0123456789abcdef.tar.gz"
     assert document["archive"]["key"] == "model.tar.gz"  # the local manifest is left alone
 
 
@@ -77,7 +83,7 @@ def _plan(archive: ArchiveChange, actions: dict[str, str] | None = None) -> Plan
         stage="s",
         provider="aws",
         endpoint="e",
-        models=single_model.diff_models(local, published),
+        models=router.diff_models(local, published),
         infra_action="none",
         infra=(),
         resources=(),
@@ -90,9 +96,13 @@ def _plan(archive: ArchiveChange, actions: dict[str, str] | None = None) -> Plan
 def test_a_new_archive_key_is_a_manifest_change_and_smokes_every_model() -> None:
     same = ArchiveChange("inf1/model-1.tar.gz", "inf1/model-1.tar.gz", "x", 5, upload=False)
     moved = ArchiveChange("inf1/model-2.tar.gz", "inf1/model-1.tar.gz", "y", 5, upload=True)
-    assert _plan(same).empty and single_model.smoke_changes(_plan(same)) == ()
+
+    def smoked(plan: Plan) -> list[str]:
+        return [c.name for c in MODE.layout.smoke_changes(plan.models, deployed=not plan.empty)]
+
+    assert _plan(same).empty and smoked(_plan(same)) == []
     assert not _plan(moved).empty and _plan(moved).manifest_changes
-    assert [c.name for c in single_model.smoke_changes(_plan(moved))] == ["a"]
+    assert smoked(_plan(moved)) == ["a"]
     document = _plan(moved).to_dict()
     assert document["hosting"] == "single-model"
     assert document["archive"]["key"] == "inf1/model-2.tar.gz"
@@ -112,7 +122,7 @@ def test_rendered_plan_names_the_single_model_endpoint_and_the_archive() -> None
         stage="s",
         provider="aws",
         endpoint="e",
-        models=single_model.diff_models(manifest(a="1"), None),
+        models=router.diff_models(manifest(a="1"), None),
         infra_action="create",
         infra=(InfraChange("instance_type", None, "ml.inf1.xlarge"),),
         resources=(),
@@ -142,12 +152,22 @@ def test_validate_accepts_inf1_sizes_and_still_refuses_other_neuron_families(
         validate(load_settings(instance_type="ml.inf2.xlarge"), tmp_path, models=False)
 
 
-def test_a_provider_without_single_model_hosting_is_refused() -> None:
-    class Local:
-        name = "local"
+def test_a_provider_without_single_model_hosting_is_refused(tmp_path: Path) -> None:
+    from deploy.lifecycle.local_provider import LocalProvider
+    from deploy.lifecycle.progress import SilentReporter
+    from deploy.lifecycle.up import UpOptions, up
 
-    with pytest.raises(ConfigError, match="deploy serve --mode single-model"):
-        single_model.require_provider(Local())
+    settings = load_settings(hosting="single-model")
+    with pytest.raises(ConfigError, match="deploy serve --hosting single-model") as raised:
+        up(
+            settings,
+            LocalProvider(state_dir=tmp_path),
+            repository=tmp_path,
+            package_dir=tmp_path,
+            options=UpOptions(dry_run=True),
+            reporter=SilentReporter(),
+        )
+    assert raised.value.where == "hosting (--hosting)"
 
 
 def test_missing_docker_and_missing_cdk_cli_are_named(tmp_path: Path) -> None:

@@ -2,27 +2,31 @@
 
 On AWS a failed rollout is asynchronous: UpdateStack succeeds, the stack
 later settles in UPDATE_ROLLBACK_COMPLETE and the reason sits in its events.
-The moto server cannot produce that sequence, so these tests feed it in.
+The moto server cannot produce that sequence, so these tests feed it in through
+the clients the provider is built with.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from deploy.aws.cloudformation import StackEvent, StackState
 from deploy.aws.sagemaker import EndpointState, Variant
-from deploy.config import load_settings
+from deploy.aws.session import AwsSession
+from deploy.config import DeploySettings, load_settings
 from deploy.errors import AwsError
+from deploy.lifecycle.aws_clients import AwsClients
 from deploy.lifecycle.aws_provider import AwsProvider, RolloutFailedError, failure_reason
 from deploy.lifecycle.progress import SilentReporter
 from deploy.lifecycle.provider import InfraPlan
 from deploy.lifecycle.stages import desired_infra
-from deploy.lifecycle.templates import StageTemplates
 
 STACK = "deploy-triton-dev-endpoint"
 
@@ -72,16 +76,39 @@ class FakeSageMaker:
         )
 
 
-def provider(stacks: FakeStacks) -> AwsProvider:
-    settings = load_settings(instance_type="ml.g5.xlarge")
-    aws = AwsProvider(settings, poll_s=0.0, sleep=lambda _s: None)
-    aws.stacks = stacks  # type: ignore[assignment]
-    aws.sagemaker = FakeSageMaker()  # type: ignore[assignment]
-    aws._stage = StageTemplates({STACK: {"new": True}}, Path("/nonexistent/cdk.out"))
-    return aws
+def fake_synthesizer(settings: DeploySettings, outdir: Path) -> dict[str, Path]:
+    """The stage's one template, as the CDK app would write it."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    path = outdir / f"{STACK}.template.json"
+    path.write_text(json.dumps({"new": True}))
+    return {STACK: path}
 
 
-def test_failed_rollout_names_the_reason_and_what_still_serves() -> None:
+def provider(
+    stacks: FakeStacks, tmp_path: Path, sleep: Callable[[float], None] = lambda _s: None
+) -> AwsProvider:
+    settings = load_settings(instance_type="ml.g5.xlarge", infra={"account": "123456789012"})
+    clients = AwsClients(
+        session=AwsSession("us-east-1"),
+        stacks=cast(Any, stacks),
+        sagemaker=cast(Any, FakeSageMaker()),
+        autoscaling=cast(Any, None),
+        cloudwatch=cast(Any, None),
+        store=lambda bucket: pytest.fail(f"no store expected here, got {bucket}"),
+        parameter=lambda name: pytest.fail(f"no parameter expected here, got {name}"),
+        lookup_context=lambda account: {},
+    )
+    return AwsProvider(
+        settings,
+        clients=clients,
+        synthesize=fake_synthesizer,
+        template_cache=tmp_path / "templates",
+        poll_s=0.0,
+        sleep=sleep,
+    )
+
+
+def test_failed_rollout_names_the_reason_and_what_still_serves(tmp_path: Path) -> None:
     stacks = FakeStacks(
         ["UPDATE_IN_PROGRESS", "UPDATE_ROLLBACK_IN_PROGRESS", "UPDATE_ROLLBACK_COMPLETE"],
         history=[
@@ -91,7 +118,7 @@ def test_failed_rollout_names_the_reason_and_what_still_serves() -> None:
         ],
     )
     reporter = SilentReporter()
-    aws = provider(stacks)
+    aws = provider(stacks, tmp_path)
     with pytest.raises(RolloutFailedError) as caught:
         aws.provision(InfraPlan("update", None, ()), desired_infra(aws.settings), reporter)
     text = str(caught.value)
@@ -105,27 +132,27 @@ def test_failed_rollout_names_the_reason_and_what_still_serves() -> None:
     ]
 
 
-def test_successful_rollout_returns_after_the_stack_settles() -> None:
+def test_successful_rollout_returns_after_the_stack_settles(tmp_path: Path) -> None:
     stacks = FakeStacks(["UPDATE_IN_PROGRESS", "UPDATE_COMPLETE"])
-    aws = provider(stacks)
+    aws = provider(stacks, tmp_path)
     aws.provision(InfraPlan("update", None, ()), desired_infra(aws.settings), SilentReporter())
     assert stacks.deployed == [STACK]
 
 
-def test_timeout_says_cloudformation_carries_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    aws = provider(FakeStacks(["UPDATE_IN_PROGRESS"]))
+def test_timeout_says_cloudformation_carries_on(tmp_path: Path) -> None:
+    aws = provider(FakeStacks(["UPDATE_IN_PROGRESS"]), tmp_path)
     with pytest.raises(AwsError, match="still UPDATE_IN_PROGRESS after 0 s") as caught:
-        aws._wait_stack(STACK, SilentReporter(), since=0.0, before=None, timeout_s=0.0)
+        aws.rollout.wait_stack(STACK, SilentReporter(), since=0.0, before=None, timeout_s=0.0)
     assert "deploy status" in (caught.value.fix or "")
 
 
-def test_ctrl_c_while_waiting_says_how_to_resume(capsys: pytest.CaptureFixture[str]) -> None:
-    aws = provider(FakeStacks(["UPDATE_IN_PROGRESS"]))
-
+def test_ctrl_c_while_waiting_says_how_to_resume(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     def interrupt(_seconds: float) -> None:
         raise KeyboardInterrupt
 
-    aws._sleep = interrupt
+    aws = provider(FakeStacks(["UPDATE_IN_PROGRESS"]), tmp_path, sleep=interrupt)
     with pytest.raises(KeyboardInterrupt):
         aws.provision(InfraPlan("update", None, ()), desired_infra(aws.settings), SilentReporter())
     err = capsys.readouterr().err

@@ -9,6 +9,15 @@ warning with a fix.
 
 from __future__ import annotations
 
-from . import config, ensemble, files, names, python_models, scheduling, torchscript
+from . import config, ensemble, files, names, neuron, python_models, scheduling, torchscript
 
-__all__ = ["config", "ensemble", "files", "names", "python_models", "scheduling", "torchscript"]
+__all__ = [
+    "config",
+    "ensemble",
+    "files",
+    "names",
+    "neuron",
+    "python_models",
+    "scheduling",
+    "torchscript",
+]

@@ -1,8 +1,8 @@
 """`deploy up/status/down --local`: the local endpoint as a deployment provider.
 
 Implements `deploy.lifecycle.provider.Provider` so `deploy up --local` runs
-the same stages as `deploy up` on AWS. "Upload" links the package's archives
-into a store folder under `.deploy/local/<endpoint>/store`, "provision"
+the same stages as `deploy up` on AWS (multi-model hosting). "Upload" links
+the package's archives into a store folder under `.deploy/local/<endpoint>/store`, "provision"
 starts `deploy serve` on that store as a detached background process, and
 "publish" writes the manifest there. The running endpoint is recorded in the
 state file of `deploy.local.state` (which `deploy serve` also writes), so
@@ -26,8 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from deploy._files import atomic_write_bytes
+from deploy.client.manifest import MULTI_MODEL
 from deploy.errors import LocalEndpointError
-from deploy.lifecycle.plan import InfraSpec, ModelChange
+from deploy.hosting import StoredFile
+from deploy.lifecycle.plan import InfraSpec
 from deploy.lifecycle.provider import (
     DataPlane,
     EndpointView,
@@ -68,6 +70,7 @@ class LocalProvider:
 
     name = "local"
     region_source: str | None = None  # no region: this machine
+    hostings: tuple[str, ...] = (MULTI_MODEL,)
 
     def __init__(
         self,
@@ -144,14 +147,22 @@ class LocalProvider:
             ),
         )
 
-    def upload(
-        self, package_dir: Path, changes: Sequence[ModelChange], reporter: Reporter
-    ) -> list[UploadOutcome]:
+    def use_model_archive(self, key: str) -> None:
+        raise LocalEndpointError(
+            "the local provider serves one archive per model (multi-model)",
+            where=f"local endpoint {self.endpoint_name}",
+            fix="serve a router layout with `deploy serve --hosting single-model REPO`",
+        )
+
+    def require_provisioning_tools(self, infra: InfraPlan) -> None:
+        return None  # `deploy serve` on this machine: checked by `deploy up --local` itself
+
+    def upload(self, files: Sequence[StoredFile], reporter: Reporter) -> list[UploadOutcome]:
         outcomes = []
-        sources = [package_dir / change.target_model for change in changes]
-        reporter.upload_started(len(sources), sum(p.stat().st_size for p in sources))
-        for change, source in zip(changes, sources, strict=True):
-            destination = self.store_dir / change.target_model
+        reporter.upload_started(len(files), sum(file.path.stat().st_size for file in files))
+        for file in files:
+            source = file.path
+            destination = self.store_dir / file.key
             destination.parent.mkdir(parents=True, exist_ok=True)
             partial = destination.with_name(destination.name + ".partial")
             partial.unlink(missing_ok=True)
@@ -162,7 +173,7 @@ class LocalProvider:
             partial.replace(destination)
             size = destination.stat().st_size
             reporter.uploaded(size)
-            outcomes.append(UploadOutcome(change.target_model, size, 1, 0, False))
+            outcomes.append(UploadOutcome(file.key, size, 1, 0, False))
         reporter.upload_finished()
         return outcomes
 

@@ -1,14 +1,17 @@
-"""A SageMaker single-model endpoint on ml.inf1 running the Neuron-enabled Triton image.
+"""A SageMaker single-model endpoint serving the router layout from one archive.
 
-SageMaker does not run multi-model endpoints on Inferentia, so the inf1 stage
-serves one archive (`model.tar.gz`: every Neuron model plus the generated
-router) in single-model mode. The image is built from `infra/neuron/`
-(FROM the SageMaker Triton image) and published by CDK as a container asset.
+The archive (`model.tar.gz`: every model plus the generated router) is loaded
+in single-model mode with the router as Triton's default model. The image is
+the SageMaker Triton image on GPU and CPU instances, or, on ml.inf1 (where
+SageMaker runs no multi-model endpoints), the Neuron-enabled image built from
+`infra/neuron/` (FROM the SageMaker Triton image) and published by CDK as a
+container asset (`neuron_image`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from aws_cdk import aws_ec2 as ec2
@@ -25,6 +28,7 @@ from infra.constructs.sagemaker_endpoint import (
     blue_green_endpoint,
     endpoint_arn,
     endpoint_config,
+    registry_repository_arn,
     runtime_statements,
     suppress_endpoint_logs,
     vpc_config,
@@ -35,12 +39,39 @@ NEURON_IMAGE_DIR = Path(__file__).resolve().parents[1] / "neuron"
 ROUTER_MODEL = "router"
 
 
-class Inf1SingleModelEndpoint(Construct):
-    """Execution role, Neuron image asset, Model (SingleModel), EndpointConfig, Endpoint.
+@dataclass(frozen=True)
+class EndpointImage:
+    """The container image a single-model endpoint runs, and the grant to pull it."""
+
+    uri: str
+    repository_arn: str
+    pull_sid: str  # the execution role's statement id for pulling it
+
+
+def registry_image(image_uri: str) -> EndpointImage:
+    """An image in a registry (the SageMaker Triton image)."""
+    return EndpointImage(image_uri, registry_repository_arn(image_uri), "PullTritonImage")
+
+
+def neuron_image(scope: Construct, construct_id: str, *, base_image_uri: str) -> EndpointImage:
+    """The Neuron-enabled Triton image, built from infra/neuron/ as a container asset."""
+    asset = ecr_assets.DockerImageAsset(
+        scope,
+        construct_id,
+        directory=str(NEURON_IMAGE_DIR),
+        build_args={"BASE_IMAGE": base_image_uri},
+        platform=ecr_assets.Platform.LINUX_AMD64,
+    )
+    return EndpointImage(asset.image_uri, asset.repository.repository_arn, "PullNeuronImage")
+
+
+class SingleModelEndpoint(Construct):
+    """Execution role, Model (SingleModel, the router as default model), EndpointConfig,
+    Endpoint.
 
     Attributes mirror `MultiModelEndpoint` (`role`, `model`, `endpoint_config`,
     `endpoint`, `endpoint_name`, `variant_name`, `endpoint_arn`) so autoscaling,
-    alarms and the dashboard attach the same way; `image` is the asset.
+    alarms and the dashboard attach the same way; `image` is what it runs.
     """
 
     def __init__(
@@ -49,12 +80,13 @@ class Inf1SingleModelEndpoint(Construct):
         construct_id: str,
         *,
         endpoint_name: str,
-        base_image_uri: str,
+        image: EndpointImage,
         instance_type: str,
         initial_instance_count: int,
         bucket: s3.IBucket,
         model_data_key: str,
         key: kms.IKey,
+        encrypt_volume: bool,
         subnets: Sequence[ec2.ISubnet],
         security_group: ec2.ISecurityGroup,
         rollback_alarm_names: Sequence[str],
@@ -64,20 +96,13 @@ class Inf1SingleModelEndpoint(Construct):
         self.endpoint_name = endpoint_name
         self.variant_name = VARIANT_NAME
         shifting = traffic_shifting or TrafficShifting()
-
-        self.image = ecr_assets.DockerImageAsset(
-            self,
-            "NeuronTritonImage",
-            directory=str(NEURON_IMAGE_DIR),
-            build_args={"BASE_IMAGE": base_image_uri},
-            platform=ecr_assets.Platform.LINUX_AMD64,
-        )
+        self.image = image
 
         self.role = iam.Role(
             self,
             "ExecutionRole",
             assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
-            description=f"SageMaker execution role for inf1 endpoint {endpoint_name}",
+            description=f"SageMaker execution role for single-model endpoint {endpoint_name}",
             inline_policies={
                 "endpoint": _execution_policy(
                     endpoint_name=endpoint_name,
@@ -96,7 +121,7 @@ class Inf1SingleModelEndpoint(Construct):
             "Model",
             execution_role_arn=self.role.role_arn,
             primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
-                image=self.image.image_uri,
+                image=image.uri,
                 mode="SingleModel",
                 model_data_url=f"s3://{bucket.bucket_name}/{model_data_key}",
                 environment={"SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": ROUTER_MODEL},
@@ -113,8 +138,8 @@ class Inf1SingleModelEndpoint(Construct):
             model=self.model,
             instance_type=instance_type,
             initial_instance_count=initial_instance_count,
-            # inf1 volumes are EBS: encrypt them with the model store's key.
-            kms_key_id=key.key_arn,
+            # EBS volumes (no instance storage) are encrypted with the model store's key.
+            kms_key_id=key.key_arn if encrypt_volume else None,
         )
         self.endpoint = blue_green_endpoint(
             self,
@@ -133,7 +158,7 @@ class Inf1SingleModelEndpoint(Construct):
 def _execution_policy(
     *,
     endpoint_name: str,
-    image: ecr_assets.DockerImageAsset,
+    image: EndpointImage,
     bucket: s3.IBucket,
     model_data_key: str,
     key: kms.IKey,
@@ -149,13 +174,13 @@ def _execution_policy(
                 sid="DecryptModels", actions=["kms:Decrypt"], resources=[key.key_arn]
             ),
             iam.PolicyStatement(
-                sid="PullNeuronImage",
+                sid=image.pull_sid,
                 actions=[
                     "ecr:BatchCheckLayerAvailability",
                     "ecr:BatchGetImage",
                     "ecr:GetDownloadUrlForLayer",
                 ],
-                resources=[image.repository.repository_arn],
+                resources=[image.repository_arn],
             ),
             *runtime_statements(endpoint_name=endpoint_name),
         ]

@@ -1,9 +1,11 @@
-"""The endpoint stack for ml.inf1: a single-model endpoint behind the router.
+"""The endpoint stack of `hosting = "single-model"`: one archive behind the router.
 
 Same shape as `EndpointStack` (alarms, topic, autoscaling, dashboard, outputs)
-with `Inf1SingleModelEndpoint` in place of the multi-model endpoint. The
-archive SageMaker loads is `<model prefix><infra.model_archive>` in the model store
-(`inf1/model.tar.gz` unless `deploy up` names a content-derived key).
+with `SingleModelEndpoint` in place of the multi-model endpoint. The archive
+SageMaker loads is `<model prefix><infra.model_archive>` in the model store
+(`<the mode's folder>model.tar.gz`, e.g. `inf1/model.tar.gz`, unless `deploy up`
+names a content-derived key). On ml.inf1 the image is the Neuron-enabled one
+(a container asset); on GPU and CPU instances, the SageMaker Triton image.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from aws_cdk import CfnOutput, Duration, Stack
 from constructs import Construct
 
 from deploy.config import DeploySettings
-from deploy.neuron.instances import neuron_cores
+from deploy.hosting import mode_for
+from deploy.neuron.instances import is_inferentia, neuron_cores
 from infra.constructs.autoscaling import VariantAutoscaling
-from infra.constructs.inf1_endpoint import ROUTER_MODEL, Inf1SingleModelEndpoint
 from infra.constructs.model_store import ModelStore
 from infra.constructs.monitoring import (
     AlarmThresholds,
@@ -26,13 +28,26 @@ from infra.constructs.monitoring import (
 )
 from infra.constructs.network import PrivateNetwork
 from infra.constructs.sagemaker_endpoint import VARIANT_NAME
-from infra.instances import triton_image_uri
+from infra.constructs.single_model_endpoint import (
+    ROUTER_MODEL,
+    EndpointImage,
+    SingleModelEndpoint,
+    neuron_image,
+    registry_image,
+)
+from infra.instances import has_instance_storage, instance_spec, triton_image_uri
 
 # The -cpu tag of the SageMaker Triton image is the base: Inferentia needs no CUDA.
 BASE_IMAGE_PROCESSOR_TYPE = "ml.m5.xlarge"
 
 
-class Inf1EndpointStack(Stack):
+def model_archive_key(settings: DeploySettings, prefix: str) -> str:
+    """The archive's key: `infra.model_archive`, else the mode's folder's model.tar.gz."""
+    archive = settings.infra.model_archive or f"{mode_for(settings).layout.folder}model.tar.gz"
+    return f"{prefix}{archive}"
+
+
+class SingleModelEndpointStack(Stack):
     def __init__(
         self,
         scope: Construct,
@@ -45,13 +60,31 @@ class Inf1EndpointStack(Stack):
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         infra = settings.infra
-        archive_key = f"{store.prefix}{infra.model_archive}"
-        cores = neuron_cores(settings.instance_type)  # an unknown inf1 size fails here
-        base_image = triton_image_uri(
-            region=settings.region,
-            version=infra.triton_version,
-            instance_type=BASE_IMAGE_PROCESSOR_TYPE,
-        )
+        archive_key = model_archive_key(settings, store.prefix)
+        neuron = is_inferentia(settings.instance_type)
+        base_image: str | None = None
+        cores: int | None = None
+        if neuron:
+            cores = neuron_cores(settings.instance_type)  # an unknown inf1 size fails here
+            base_image = triton_image_uri(
+                region=settings.region,
+                version=infra.triton_version,
+                instance_type=BASE_IMAGE_PROCESSOR_TYPE,
+            )
+            image: EndpointImage = neuron_image(
+                self, "NeuronTritonImage", base_image_uri=base_image
+            )
+            has_gpu, encrypt_volume = False, True  # inf1 volumes are EBS
+        else:
+            spec = instance_spec(settings.instance_type)
+            image = registry_image(
+                triton_image_uri(
+                    region=settings.region,
+                    version=infra.triton_version,
+                    instance_type=spec.instance_type,
+                )
+            )
+            has_gpu, encrypt_volume = spec.has_gpu, not has_instance_storage(spec)
 
         topic = alarm_topic(
             self,
@@ -68,18 +101,19 @@ class Inf1EndpointStack(Stack):
             variant_name=VARIANT_NAME,
             thresholds=AlarmThresholds.from_settings(infra),
             topic=topic,
-            has_gpu=False,
+            has_gpu=has_gpu,
         )
-        self.endpoint = Inf1SingleModelEndpoint(
+        self.endpoint = SingleModelEndpoint(
             self,
             "Endpoint",
             endpoint_name=settings.endpoint_name,
-            base_image_uri=base_image,
+            image=image,
             instance_type=settings.instance_type,
             initial_instance_count=infra.initial_instance_count,
             bucket=store.bucket,
             model_data_key=archive_key,
             key=store.key,
+            encrypt_volume=encrypt_volume,
             subnets=network.subnets.subnets,
             security_group=network.endpoint_security_group,
             rollback_alarm_names=alarms.rollback_alarm_names,
@@ -99,15 +133,16 @@ class Inf1EndpointStack(Stack):
             "Dashboard",
             endpoint_name=settings.endpoint_name,
             variant_name=VARIANT_NAME,
-            has_gpu=False,
+            has_gpu=has_gpu,
         )
         CfnOutput(self, "EndpointName", value=settings.endpoint_name)
         CfnOutput(self, "VariantName", value=VARIANT_NAME)
         CfnOutput(self, "Hosting", value="single-model")
         CfnOutput(self, "RouterModel", value=ROUTER_MODEL)
-        CfnOutput(self, "NeuronCores", value=str(cores))
-        CfnOutput(self, "ImageUri", value=self.endpoint.image.image_uri)
-        CfnOutput(self, "BaseImageUri", value=base_image)
+        CfnOutput(self, "ImageUri", value=image.uri)
+        if cores is not None and base_image is not None:
+            CfnOutput(self, "NeuronCores", value=str(cores))
+            CfnOutput(self, "BaseImageUri", value=base_image)
         CfnOutput(
             self,
             "ModelDataUrl",

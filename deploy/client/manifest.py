@@ -1,0 +1,375 @@
+"""The model store's manifest.json: the one definition of its contract.
+
+Packaging writes it, the local endpoint serves it, `deploy up` diffs and
+publishes it, the SDK resolves model names with it and the Lambda front door
+maps URLs with it. All of them parse and write it here. This module imports
+the standard library only: the SDK depends on nothing else of the project,
+and the Lambda bundle (handlers/) carries a byte-for-byte copy of this file
+(handlers/front_door/manifest_format.py; a test compares the two).
+
+    {"format": 1, "hosting": "multi-model" | "single-model" | "async" | "serverless",
+     "router": "router",                        (router layouts)
+     "archive": {"key", "sha256", "bytes"},     (router layouts: the one archive)
+     "models": {NAME: {"name", "target_model", "max_batch_size", "inputs", "outputs",
+                       "kind", "sha256", "bytes", "source_digest", "backend",
+                       "platform", "contains", ...}},
+     ...}                                       (keys of a hosting mode: kept as they are)
+
+`target_model` is what a client names the model with: the TargetModel of a
+multi-model endpoint (the archive's key), or the request parameter
+`target_model` that the router of a single-model endpoint reads. Which of
+the two a hosting uses is `ADDRESSING[hosting]`. Keys this module does not
+know are kept (`extra`) and written back unchanged, so a newer writer's
+additions survive an older reader.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MANIFEST_NAME = "manifest.json"
+MANIFEST_FORMAT = 1
+
+MULTI_MODEL = "multi-model"
+SINGLE_MODEL = "single-model"
+ASYNC = "async"
+SERVERLESS = "serverless"
+HOSTINGS = (MULTI_MODEL, SINGLE_MODEL, ASYNC, SERVERLESS)
+
+# How a request names its model: SageMaker's TargetModel (multi-model endpoints), or
+# the request parameter ROUTER_PARAMETER read by the router model of the one-archive
+# layout (single-model endpoints, asynchronous and serverless ones alike).
+TARGET_MODEL_HEADER = "target-model-header"
+ROUTER = "router-parameter"
+ROUTER_PARAMETER = "target_model"
+ADDRESSING: Mapping[str, str] = {
+    MULTI_MODEL: TARGET_MODEL_HEADER,
+    SINGLE_MODEL: ROUTER,
+    ASYNC: ROUTER,
+    SERVERLESS: ROUTER,
+}
+
+# The KServe v2 datatype names a tensor may declare.
+DATATYPES = frozenset(
+    {
+        "BOOL",
+        "INT8",
+        "INT16",
+        "INT32",
+        "INT64",
+        "UINT8",
+        "UINT16",
+        "UINT32",
+        "UINT64",
+        "FP16",
+        "FP32",
+        "FP64",
+        "BF16",
+        "BYTES",
+    }
+)
+KINDS = frozenset({"model", "ensemble", "bls"})
+
+_MODEL_KEYS = (
+    "name",
+    "target_model",
+    "sha256",
+    "bytes",
+    "source_digest",
+    "kind",
+    "backend",
+    "platform",
+    "max_batch_size",
+    "inputs",
+    "outputs",
+    "contains",
+)
+
+
+class ManifestFormatError(ValueError):
+    """A manifest that breaks the contract; `where` names the file and field."""
+
+    def __init__(self, message: str, *, where: str | None = None, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.where = where
+        self.fix = fix
+
+    def __str__(self) -> str:
+        text = f"{self.where}: {self.message}" if self.where else self.message
+        return f"{text} ({self.fix})" if self.fix else text
+
+
+@dataclass(frozen=True, slots=True)
+class TensorSpec:
+    """A declared tensor; `shape` excludes the batch dimension, -1 means any size.
+
+    `optional` inputs (`optional: true` in config.pbtxt) may be left out of a request.
+    """
+
+    name: str
+    datatype: str
+    shape: tuple[int, ...]
+    optional: bool = False
+
+    def to_document(self) -> dict[str, Any]:
+        document: dict[str, Any] = {
+            "name": self.name,
+            "datatype": self.datatype,
+            "shape": list(self.shape),
+        }
+        if self.optional:  # written only when true: older manifests stay as they were
+            document["optional"] = True
+        return document
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """What the manifest says about one model.
+
+    `sha256` and `bytes` describe the model's own archive (multi-model), or its
+    share of the one archive (router layouts: `bytes` only); None when absent.
+    """
+
+    name: str
+    target_model: str
+    max_batch_size: int
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    kind: str = "model"
+    sha256: str | None = None
+    bytes: int | None = None
+    source_digest: str | None = None
+    backend: str | None = None
+    platform: str | None = None
+    contains: tuple[str, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def input(self, name: str) -> TensorSpec | None:
+        return next((spec for spec in self.inputs if spec.name == name), None)
+
+    def to_document(self) -> dict[str, Any]:
+        values: dict[str, Any] = {
+            "name": self.name,
+            "target_model": self.target_model,
+            "sha256": self.sha256,
+            "bytes": self.bytes,
+            "source_digest": self.source_digest,
+            "kind": self.kind,
+            "backend": self.backend,
+            "platform": self.platform,
+            "max_batch_size": self.max_batch_size,
+            "inputs": [spec.to_document() for spec in self.inputs],
+            "outputs": [spec.to_document() for spec in self.outputs],
+            "contains": list(self.contains),
+        }
+        return {key: value for key, value in values.items() if value is not None} | dict(self.extra)
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveRef:
+    """The one archive of a router layout: its key next to the manifest, digest, size."""
+
+    key: str
+    sha256: str
+    bytes: int
+
+    def to_document(self) -> dict[str, Any]:
+        return {"key": self.key, "sha256": self.sha256, "bytes": self.bytes}
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """Logical model names → `ModelInfo`, plus how the endpoint hosts them."""
+
+    hosting: str
+    models: Mapping[str, ModelInfo]
+    source: str = "manifest"
+    router: str | None = None
+    archive: ArchiveRef | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def addressing(self) -> str:
+        """`TARGET_MODEL_HEADER` or `ROUTER`: how a request names its model."""
+        return ADDRESSING[self.hosting]
+
+    def find(self, name: str) -> ModelInfo | None:
+        """A model by logical name, or by its current TargetModel."""
+        info = self.models.get(name)
+        if info is not None:
+            return info
+        return next((item for item in self.models.values() if item.target_model == name), None)
+
+    def to_document(self) -> dict[str, Any]:
+        document: dict[str, Any] = {"format": MANIFEST_FORMAT, "hosting": self.hosting}
+        if self.router is not None:
+            document["router"] = self.router
+        document["models"] = {name: info.to_document() for name, info in self.models.items()}
+        if self.archive is not None:
+            document["archive"] = self.archive.to_document()
+        return document | dict(self.extra)
+
+    @classmethod
+    def parse(cls, document: Any, source: str) -> Manifest:
+        return parse(document, source)
+
+    @classmethod
+    def from_bytes(cls, raw: bytes, source: str) -> Manifest:
+        return loads(raw, source)
+
+    @classmethod
+    def from_path(cls, path: str | Path) -> Manifest:
+        return read(path)
+
+
+def parse(document: Any, source: str) -> Manifest:
+    """A decoded manifest, checked; `source` names the file in errors."""
+    if not isinstance(document, dict):
+        raise ManifestFormatError("is not a JSON object", where=source)
+    if document.get("format") != MANIFEST_FORMAT:
+        raise ManifestFormatError(
+            f"has format {document.get('format')!r}; this version reads format {MANIFEST_FORMAT}",
+            where=source,
+            fix="upgrade deploy, or re-run `deploy package` with this version",
+        )
+    hosting = document.get("hosting", MULTI_MODEL)
+    if hosting not in HOSTINGS:
+        raise ManifestFormatError(
+            f"has unknown hosting {hosting!r} (known: {', '.join(HOSTINGS)})", where=source
+        )
+    models = document.get("models")
+    if not isinstance(models, dict):
+        raise ManifestFormatError("has no 'models' object", where=source)
+    parsed = {
+        str(name): _model(str(name), entry, f"{source}: models.{name}")
+        for name, entry in models.items()
+    }
+    router = document.get("router")
+    if router is not None and (not isinstance(router, str) or not router):
+        raise ManifestFormatError(f"has invalid router {router!r}", where=source)
+    archive = _archive(document.get("archive"), f"{source}: archive")
+    known = {"format", "hosting", "router", "models", "archive"}
+    extra = {key: value for key, value in document.items() if key not in known}
+    return Manifest(hosting, parsed, source, router, archive, extra)
+
+
+def loads(raw: bytes, source: str) -> Manifest:
+    """Parse manifest bytes (UTF-8 JSON)."""
+    try:
+        document = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ManifestFormatError(f"is not valid JSON: {exc}", where=source) from exc
+    return parse(document, source)
+
+
+def read(path: str | Path) -> Manifest:
+    """A manifest file, or the manifest.json inside a folder."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / MANIFEST_NAME
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ManifestFormatError(
+            f"cannot be read: {exc.strerror or exc}",
+            where=str(path),
+            fix="run `deploy package` first, or pass the right manifest path",
+        ) from exc
+    return loads(raw, str(path))
+
+
+def dump(manifest: Manifest) -> bytes:
+    """The manifest as written: indented JSON, keys in contract order, a final newline."""
+    return (json.dumps(manifest.to_document(), indent=2) + "\n").encode("utf-8")
+
+
+def manifest_url_for(model_data_url: str) -> str:
+    """The manifest next to a multi-model endpoint's ModelDataUrl prefix, or next to
+    a single-model endpoint's archive (`.../model.tar.gz`)."""
+    if model_data_url.endswith(".tar.gz"):
+        model_data_url = model_data_url.rsplit("/", 1)[0]
+    prefix = model_data_url if model_data_url.endswith("/") else model_data_url + "/"
+    if not prefix.startswith("s3://"):
+        raise ManifestFormatError(f"model data URL {model_data_url!r} is not on S3")
+    return prefix + MANIFEST_NAME
+
+
+def _model(name: str, entry: Any, where: str) -> ModelInfo:
+    if not isinstance(entry, dict):
+        raise ManifestFormatError("is not an object", where=where)
+    target = entry.get("target_model")
+    if not isinstance(target, str) or not target:
+        raise ManifestFormatError("has no target_model", where=where)
+    batch = entry.get("max_batch_size", 0)
+    if type(batch) is not int or batch < 0:
+        raise ManifestFormatError(f"has invalid max_batch_size {batch!r}", where=where)
+    kind = entry.get("kind", "model")
+    if kind not in KINDS:
+        raise ManifestFormatError(f"has unknown kind {kind!r}", where=where)
+    size = entry.get("bytes")
+    if size is not None and (type(size) is not int or size < 0):
+        raise ManifestFormatError(f"has invalid bytes {size!r}", where=where)
+    contains = entry.get("contains", [])
+    if not isinstance(contains, list) or not all(isinstance(item, str) for item in contains):
+        raise ManifestFormatError(f"has invalid contains {contains!r}", where=where)
+    return ModelInfo(
+        name=str(entry.get("name", name)),
+        target_model=target,
+        max_batch_size=batch,
+        inputs=_tensors(entry.get("inputs", []), f"{where}.inputs"),
+        outputs=_tensors(entry.get("outputs", []), f"{where}.outputs"),
+        kind=kind,
+        sha256=_text(entry, "sha256", where),
+        bytes=size,
+        source_digest=_text(entry, "source_digest", where),
+        backend=_text(entry, "backend", where),
+        platform=_text(entry, "platform", where),
+        contains=tuple(contains),
+        extra={key: value for key, value in entry.items() if key not in _MODEL_KEYS},
+    )
+
+
+def _text(entry: Mapping[str, Any], key: str, where: str) -> str | None:
+    value = entry.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ManifestFormatError(f"has invalid {key} {value!r}", where=where)
+    return value
+
+
+def _archive(entry: Any, where: str) -> ArchiveRef | None:
+    if entry is None:
+        return None
+    if not isinstance(entry, dict):
+        raise ManifestFormatError("is not an object", where=where)
+    key, sha256, size = entry.get("key"), entry.get("sha256"), entry.get("bytes")
+    if not isinstance(key, str) or not key.endswith(".tar.gz"):
+        raise ManifestFormatError(f"has invalid key {key!r}", where=where)
+    if not isinstance(sha256, str) or type(size) is not int or size < 0:
+        raise ManifestFormatError("needs sha256 (text) and bytes (a count)", where=where)
+    return ArchiveRef(key, sha256, size)
+
+
+def _tensors(entries: Any, where: str) -> tuple[TensorSpec, ...]:
+    if not isinstance(entries, list):
+        raise ManifestFormatError("is not a list", where=where)
+    specs = []
+    for index, entry in enumerate(entries):
+        here = f"{where}[{index}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            raise ManifestFormatError("has no name", where=here)
+        datatype = entry.get("datatype")
+        if datatype not in DATATYPES:
+            raise ManifestFormatError(f"has unknown datatype {datatype!r}", where=here)
+        shape = entry.get("shape")
+        if not isinstance(shape, list) or not all(type(d) is int and d >= -1 for d in shape):
+            raise ManifestFormatError(f"has invalid shape {shape!r}", where=here)
+        optional = entry.get("optional", False)  # absent in older manifests
+        if type(optional) is not bool:
+            raise ManifestFormatError(f"has invalid optional {optional!r}", where=here)
+        specs.append(TensorSpec(entry["name"], datatype, tuple(shape), optional))
+    return tuple(specs)

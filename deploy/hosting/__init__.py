@@ -1,0 +1,75 @@
+"""Hosting modes: how an endpoint hosts a repository's models.
+
+    multi-model   SageMaker MME: one archive per model, TargetModel per request (default)
+    single-model  one archive, every model behind the generated router (ml.inf1 implies it)
+    async         asynchronous endpoint, router layout, request bodies in S3
+    serverless    serverless endpoint, router layout, CPU
+
+A stage picks one with `hosting = "..."` in deploy.toml, `--hosting` on the
+CLI or `-c hosting=...` for the CDK app; `mode_for(settings)` returns it.
+Each mode is a `HostingMode` (mode.py) composed of a settings check
+(rules.py), a layout (per_model.py or router.py: packaging, the plan's diff,
+store keys, the published manifest), the endpoint stack the CDK app
+synthesizes for it and the SDK's addressing (`deploy.client.manifest`).
+
+    changes.py   the plan's per-model and archive changes (plain data)
+    layout.py    the Layout protocol, StagePackage, StoredFile
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from deploy.client.manifest import HOSTINGS, MULTI_MODEL, SINGLE_MODEL
+from deploy.errors import ConfigError
+from deploy.hosting import asynchronous, multi_model, serverless, single_model
+from deploy.hosting.layout import Diff, Layout, StagePackage, StoredFile
+from deploy.hosting.mode import HostingMode
+
+if TYPE_CHECKING:
+    from deploy.config import DeploySettings
+
+__all__ = [
+    "HOSTINGS",
+    "MODES",
+    "Diff",
+    "HostingMode",
+    "Layout",
+    "StagePackage",
+    "StoredFile",
+    "default_hosting",
+    "mode_for",
+    "mode_named",
+]
+
+MODES: Mapping[str, HostingMode] = {
+    mode.name: mode
+    for mode in (multi_model.MODE, single_model.MODE, asynchronous.MODE, serverless.MODE)
+}
+
+
+def default_hosting(instance_type: str) -> str:
+    """The mode a stage gets without a `hosting` setting: ml.inf1 runs no multi-model
+    endpoints, so it implies single-model."""
+    from deploy.neuron.instances import is_inferentia
+
+    return SINGLE_MODEL if is_inferentia(instance_type) else MULTI_MODEL
+
+
+def mode_named(name: str, *, where: str = "hosting (--hosting)") -> HostingMode:
+    mode = MODES.get(name)
+    if mode is None:
+        close = difflib.get_close_matches(name, list(MODES), n=1)
+        raise ConfigError(
+            f"unknown hosting {name!r}" + (f" (did you mean {close[0]}?)" if close else ""),
+            where=where,
+            fix=f"use one of: {', '.join(MODES)}",
+        )
+    return mode
+
+
+def mode_for(settings: DeploySettings) -> HostingMode:
+    """The stage's mode: its `hosting` setting, or the default for its instance type."""
+    return mode_named(settings.hosting or default_hosting(settings.instance_type))

@@ -1,0 +1,63 @@
+"""`HostingMode`: everything that differs between the ways an endpoint hosts models.
+
+A mode is composed of parts, not subclassed:
+
+- `check_settings`: the validation rules for the stage's settings (instance families,
+  limits), run before anything is packaged or changed;
+- `layout`: packaging, the plan's diff, the store keys, the published manifest
+  (`deploy.hosting.layout.Layout`);
+- `endpoint_stack`: which endpoint stack the CDK app synthesizes (`infra/stacks`
+  registers one per name), and `front_door`: whether the HTTP API applies;
+- `addressing` (from the manifest contract): how the SDK and the smoke test name
+  a model: SageMaker's TargetModel, or the router's request parameter.
+
+`deploy up` runs the same stages for every mode (`deploy.lifecycle.up`); only
+these parts differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from deploy.client.manifest import ADDRESSING
+from deploy.hosting.layout import Layout, StagePackage
+
+if TYPE_CHECKING:
+    from deploy.config import DeploySettings
+
+SettingsCheck = Callable[["DeploySettings"], None]
+# Warnings about a package on this mode (e.g. a start-up budget), shown with the plan.
+PackageCheck = Callable[["DeploySettings", StagePackage], Sequence[str]]
+
+
+def no_package_warnings(settings: DeploySettings, package: StagePackage) -> Sequence[str]:
+    return ()
+
+
+@dataclass(frozen=True)
+class HostingMode:
+    name: str  # the `hosting` setting and the manifest's `hosting`
+    summary: str  # one line for help texts and plans
+    layout: Layout
+    check_settings: SettingsCheck
+    endpoint_stack: str  # the endpoint stack `infra` synthesizes for this mode
+    front_door: bool = False  # the HTTP API front door (it sends TargetModel) applies
+    check_package: PackageCheck = no_package_warnings
+
+    @property
+    def addressing(self) -> str:
+        """`deploy.client.manifest.TARGET_MODEL_HEADER` or `ROUTER`."""
+        return ADDRESSING[self.name]
+
+    @property
+    def manifest_key(self) -> str:
+        """The published manifest's key under the model-store prefix."""
+        return self.layout.manifest_key
+
+    def package_dir(self, package_dir: Path) -> Path:
+        """Where this mode's package goes under the stage's package directory."""
+        folder = self.layout.folder.rstrip("/")
+        return package_dir / folder if folder else package_dir
