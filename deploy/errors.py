@@ -13,7 +13,8 @@ The client SDK (`deploy.client`) keeps its own tree, separate from this one.
     ├── AwsError               a call to AWS (or the moto server) failed
     ├── NeuronError            Inferentia model generation and planning
     ├── BindError              `deploy bind`: a PyTriton script and what it binds
-    └── EnvBuildError          `deploy env build`: an execution environment
+    ├── EnvBuildError          `deploy env build`: an execution environment
+    └── BenchError             `deploy bench` cannot start or finish a load test
 """
 
 from __future__ import annotations
@@ -72,3 +73,8 @@ class BindError(DeployError):
 
 class EnvBuildError(DeployError):
     """An execution environment for python models cannot be built."""
+
+
+class BenchError(DeployError):
+    """A load test cannot start (unknown model, endpoint down, inputs that do not
+    match) or its reports cannot be read or compared."""

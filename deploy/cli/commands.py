@@ -12,6 +12,7 @@ COMMAND_MODULES = (
     "local",  # serve
     "lifecycle",  # up, down, status, prune
     "invoke",  # invoke
+    "bench",  # bench
     "neuron",  # neuron generate | plan | compile
     "bind",  # bind (PyTriton scripts)
     "init_config",  # init-config
