@@ -8,11 +8,14 @@ deploy bench --compare BASE.json NEW.json [--max-regression 10%]
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from deploy.cli.flags import AWS_FLAGS, ProfileOption, RegionOption, StageOption, reject
+from deploy.cli.invoke import _aws_call, _local_target
 from deploy.errors import BenchError
 
 if TYPE_CHECKING:
@@ -51,8 +54,9 @@ def bench(
     target_model: Annotated[
         str | None, typer.Option("--target-model", help="Send this TargetModel as is.")
     ] = None,
-    stage: Annotated[str | None, typer.Option("--stage", help="Stage (deploy.toml).")] = None,
-    region: Annotated[str | None, typer.Option("--region", help="AWS region.")] = None,
+    stage: StageOption = None,
+    region: RegionOption = None,
+    profile: ProfileOption = None,
     concurrency: Annotated[
         str | None,
         typer.Option(
@@ -88,7 +92,9 @@ def bench(
         list[str] | None,
         typer.Option("--shape", help="NAME=DIMS for a variable-size input (repeat)."),
     ] = None,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.001, help="Seconds per call.")] = 30.0,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=0.001, help="Seconds per call.")
+    ] = 30.0,
     workers: Annotated[
         int | None,
         typer.Option("--workers", min=1, help="Load-generator processes (default: from -c)."),
@@ -130,21 +136,33 @@ def bench(
         ctx.fail("--batch and --shape shape generated inputs; --input FILE brings its own")
     from deploy.bench.target import Target
 
-    name, url, manifest_location, where_region = _where(
-        endpoint, local, endpoint_url, manifest, stage, region
-    )
-    target = Target(
-        endpoint=name,
-        model=model,
-        endpoint_url=url,
-        region=where_region,
-        manifest=manifest_location,
-        target_model=target_model,
-        timeout_s=timeout,
-    )
-    pricing = _pricing(
-        instance, instance_count, where_region, stage, None if (local or url) else name
-    )
+    if local:
+        reject(ctx, AWS_FLAGS, because="to --local: the local endpoint runs on this machine")
+        name, url, manifest_location = _local_target(endpoint, endpoint_url, manifest)
+        target = Target(name, model, url, manifest=manifest_location, timeout_s=timeout)
+        # A local run is priced only as the instance named (--instance), in the stage's region.
+        pricing = _pricing(instance, instance_count, None, stage, stage_endpoint=None)
+    else:
+        aws = _aws_call(endpoint, stage=stage, region=region, profile=profile)
+        if profile is not None:
+            aws.session()  # an unknown profile is an error here, not in every worker
+        target = Target(
+            aws.endpoint,
+            model,
+            endpoint_url,
+            region=aws.region.name,
+            profile=profile,
+            manifest=manifest,
+            timeout_s=timeout,
+        )
+        pricing = _pricing(
+            instance,
+            instance_count,
+            aws.region.name,
+            stage,
+            stage_endpoint=None if endpoint_url else aws.endpoint,
+        )
+    target = replace(target, target_model=target_model)
     report = _run(target, plan, input_file, batch or 1, shape or [], pricing, as_json)
     _emit(report, as_json=as_json, plot=plot)
 
@@ -189,31 +207,12 @@ def _plan(
     return Plan(steps=steps, duration_s=duration, warmup_s=warmup, workers=workers)
 
 
-def _where(
-    endpoint: str | None,
-    local: bool,
-    endpoint_url: str | None,
-    manifest: str | None,
-    stage: str | None,
-    region: str | None,
-) -> tuple[str, str | None, str | None, str | None]:
-    """Endpoint name, runtime URL, manifest location and region, as `deploy invoke` finds them."""
-    from deploy.cli.invoke import LOCAL_ENDPOINT, _target
-    from deploy.config import load_settings
-
-    if local:
-        name, url, location = _target(endpoint or LOCAL_ENDPOINT, True, endpoint_url, manifest)
-        return name, url, location, None
-    settings = load_settings(stage=stage) if stage is not None else load_settings()
-    name = endpoint or settings.endpoint_name
-    return name, endpoint_url, manifest, region or (None if endpoint_url else settings.region)
-
-
 def _pricing(
     instance: str | None,
     count: int | None,
     region: str | None,
     stage: str | None,
+    *,
     stage_endpoint: str | None,
 ) -> Pricing | None:
     """`--instance` (and count), else the stage's instance type and minimum count when the

@@ -178,11 +178,13 @@ class DeadlineTransport:
                 decode_content=False,
                 timeout=timeout,
             )
-        # botocore's own exceptions, as its transport raises them.
-        except URLLib3ConnectTimeoutError as exc:
-            raise ConnectTimeoutError(endpoint_url=url, error=exc) from exc
+        # botocore's own exceptions, as its transport raises them. urllib3's
+        # NewConnectionError (refused, unreachable) subclasses its ConnectTimeoutError:
+        # it goes first, or a refused connection reads as a timeout.
         except (NewConnectionError, NameResolutionError) as exc:
             raise EndpointConnectionError(endpoint_url=url, error=exc) from exc
+        except URLLib3ConnectTimeoutError as exc:
+            raise ConnectTimeoutError(endpoint_url=url, error=exc) from exc
         except (URLLib3ReadTimeoutError, DeadlineExceededError) as exc:
             raise ReadTimeoutError(endpoint_url=url, error=exc) from exc
         except ProtocolError as exc:
