@@ -64,6 +64,7 @@ bench: install models
 	$(PY) bench/codec.py
 	$(PY) bench/local_endpoint.py
 	$(PY) bench/soak_local_endpoint.py
+	$(PY) bench/load_generator.py
 	$(PY) bench/adapter_batching.py
 	$(PY) bench/neuron_batching.py
 	$(PY) bench/lifecycle.py

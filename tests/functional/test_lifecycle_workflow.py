@@ -52,6 +52,8 @@ def test_release_workflow_has_the_gated_stages(tmp_path: Path) -> None:
         "make test",
         "deploy up --stage staging",
         "deploy invoke",
+        "deploy bench addsub",
+        "deploy bench --compare",
         "environment: production",
         "deploy up --stage prod",
     ):
