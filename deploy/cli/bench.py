@@ -1,4 +1,4 @@
-"""`deploy bench`: load-test a model through the SDK, compare runs.
+"""`deploy bench`: load-test a model through the SDK, compare runs, search configs.
 
 deploy bench MODEL [--local | --endpoint NAME | --endpoint-url URL] [--concurrency 1,8,32]
              [--rate R] [--duration S] [--warmup S] [--input FILE] [--batch B] [--json]
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from deploy.bench.cost import Pricing
     from deploy.bench.report import BenchReport, StepReport
     from deploy.bench.runner import Plan
+    from deploy.bench.sweep import SweepReport
 
 
 def register(app: typer.Typer) -> None:
@@ -124,6 +125,25 @@ def bench(
     max_regression: Annotated[
         str, typer.Option("--max-regression", help="Allowed throughput drop or p99 rise.")
     ] = "10%",
+    sweep: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--sweep",
+            help="KEY=V1,V2 (repeat; max_batch_size, instances, max_queue_delay_us): serve "
+            "every combination on a local endpoint started for it (with --local).",
+        ),
+    ] = None,
+    latency_budget: Annotated[
+        str | None,
+        typer.Option("--latency-budget", help="p99 budget for the best variant: 50ms, 0.2s."),
+    ] = None,
+    write: Annotated[
+        bool, typer.Option("--write", help="Write the best variant's config.pbtxt (--sweep).")
+    ] = False,
+    repository: Annotated[
+        Path | None,
+        typer.Option("--repository", help="Model repository of --sweep (default: settings)."),
+    ] = None,
 ) -> None:
     """Load-test MODEL through the SDK: throughput, latency, errors, client CPU and cost."""
     if compare is not None:
@@ -132,6 +152,30 @@ def bench(
     if model is None:
         raise typer.BadParameter("give the MODEL to load-test (or --compare BASE NEW)")
     plan = _plan(concurrency, rate, duration, warmup, workers)
+    if sweep:
+        if not local:
+            ctx.fail("--sweep serves each variant on a local endpoint: add --local")
+        unused = {"endpoint": "--endpoint", "endpoint_url": "--endpoint-url"}
+        unused |= {"manifest": "--manifest", "target_model": "--target-model"}
+        unused |= {"input_file": "--input"}
+        reject(ctx, {**unused, **AWS_FLAGS}, because="to --sweep: it serves its own variants")
+        _sweep(
+            model,
+            sweep,
+            plan,
+            repository=repository,
+            budget=latency_budget,
+            write=write,
+            batch=batch or 1,
+            shapes=shape or [],
+            timeout=timeout,
+            pricing=_pricing(instance, instance_count, None, None, stage_endpoint=None),
+            as_json=as_json,
+            plot=plot,
+        )
+        return
+    if write or latency_budget is not None or repository is not None:
+        ctx.fail("--write, --latency-budget and --repository go with --sweep")
     if input_file is not None and (batch is not None or shape):
         ctx.fail("--batch and --shape shape generated inputs; --input FILE brings its own")
     from deploy.bench.target import Target
@@ -432,3 +476,158 @@ def _render_comparison(result: Comparison) -> None:
     for key in result.only_in_new:
         out.print(f"not compared (only in the new run): {key}")
     out.print("[red]regression[/]" if result.regressed else "no regression")
+
+
+# -- sweep ----------------------------------------------------------------------------------
+
+
+def _sweep(
+    model: str,
+    specs: list[str],
+    plan: Plan,
+    *,
+    repository: Path | None,
+    budget: str | None,
+    write: bool,
+    batch: int,
+    shapes: list[str],
+    timeout: float,
+    pricing: Pricing | None,
+    as_json: bool,
+    plot: Path | None,
+) -> None:
+    from deploy.bench.inputs import parse_shapes
+    from deploy.bench.sweep import parse_axes, parse_budget, run_sweep, write_best
+    from deploy.config import load_settings
+    from deploy.extras import require
+
+    axes = parse_axes(specs)
+    budget_ms = parse_budget(budget) if budget is not None else None
+    require("local")  # before packaging: the endpoint it starts needs it
+    folder = repository or load_settings().repository
+    report = run_sweep(
+        folder,
+        model,
+        axes,
+        plan,
+        budget_ms=budget_ms,
+        batch=batch,
+        shapes=parse_shapes(shapes),
+        timeout_s=timeout,
+        pricing=pricing,
+        on_variant=None if as_json else _variant_progress(),
+    )
+    written = write_best(report, folder) if write else None
+    if plot is not None:
+        _plot_sweep(report, plot)
+    if as_json:
+        from deploy.cli.output import emit_json
+
+        emit_json({**report.to_dict(), "written": str(written) if written else None})
+    else:
+        _render_sweep(report, written, plot)
+    if report.best() is None:
+        raise typer.Exit(1)
+
+
+def _variant_progress() -> Any:
+    from deploy.bench.sweep import VariantResult, describe
+    from deploy.cli.output import console
+
+    err = console(stderr=True)
+
+    def show(result: VariantResult) -> None:
+        if result.report is None:
+            err.print(f"  {describe(result.variant)}: [red]failed[/] ({result.error})")
+            return
+        best = max(result.report.steps, key=lambda step: step.items_per_s)
+        err.print(
+            f"  {describe(result.variant)}: up to {best.items_per_s:,.1f} items/s "
+            f"(p99 {_ms(best.latency_ms['p99'])} ms at {_short(best)})"
+        )
+
+    return show
+
+
+def _render_sweep(report: SweepReport, written: Path | None, plot: Path | None) -> None:
+    from rich.table import Table
+
+    from deploy.bench.sweep import describe, within
+    from deploy.cli.output import console
+
+    out = console()
+    budget = report.budget_ms
+    chosen = report.best()
+    table = Table(
+        title=f"{report.model}: {len(report.results)} variants"
+        + (f", p99 budget {budget:g} ms" if budget is not None else ""),
+        caption="latency in ms; $/M: per million inferences; * the best",
+    )
+    for column in ("variant", "load", "items/s", "p50", "p99", "errors", "$/M", "ok"):
+        table.add_column(column, justify="left" if column in ("variant", "load") else "right")
+    for result in report.results:
+        name = describe(result.variant, short=True)
+        if result.report is None:
+            table.add_row(name, "-", "-", "-", "-", "-", "-", f"[red]{result.error}[/]")
+            continue
+        for step in result.report.steps:
+            best = chosen is not None and chosen[0] is result and chosen[1] is step
+            table.add_row(
+                name,
+                _short(step) + (" *" if best else ""),
+                f"{step.items_per_s:,.1f}",
+                _ms(step.latency_ms["p50"]),
+                _ms(step.latency_ms["p99"]),
+                str(step.failed),
+                "-" if step.cost_per_million_usd is None else f"{step.cost_per_million_usd:,.2f}",
+                "yes" if within(step, budget) else "no",
+            )
+            name = ""
+    out.print(table)
+    if chosen is None:
+        out.print("[red]no variant served within the budget with at most 1% failed requests[/]")
+    else:
+        result, step = chosen
+        out.print(
+            f"best: [bold]{describe(result.variant)}[/] at {_short(step)}: "
+            f"{step.items_per_s:,.1f} items/s, p99 {_ms(step.latency_ms['p99'])} ms"
+            + (
+                f", ${step.cost_per_million_usd:,.2f} per million inferences"
+                if step.cost_per_million_usd is not None
+                else ""
+            )
+        )
+    if written is not None:
+        out.print(f"wrote {written}")
+    if plot is not None:
+        out.print(f"wrote {plot}")
+
+
+def _plot_sweep(report: SweepReport, path: Path) -> None:
+    from deploy.bench.plot import Point, Series, render_page, write_page
+    from deploy.bench.sweep import describe
+
+    series = []
+    table = [["variant", "load", "items/s", "p99 ms", "errors"]]
+    for result in report.results:
+        if result.report is None:
+            continue
+        steps = result.report.steps
+        points = tuple(
+            Point(step.items_per_s, p99, _short(step))
+            for step in steps
+            if (p99 := step.latency_ms["p99"]) is not None
+        )
+        series.append(Series(describe(result.variant), points))
+        for step in steps:
+            table.append(
+                [
+                    describe(result.variant),
+                    _short(step),
+                    f"{step.items_per_s:,.1f}",
+                    _ms(step.latency_ms["p99"]),
+                    str(step.failed),
+                ]
+            )
+    title = f"deploy bench --sweep {report.model}: p99 against throughput"
+    write_page(path, render_page(title, series, table=table, budget_ms=report.budget_ms))
