@@ -35,6 +35,7 @@ from deploy.local import wire
 from deploy.local.archive import DiskFullError
 from deploy.local.connections import BODY, CLOSING, HEAD, IDLE, ConnectionGuard, ConnectionLimits
 from deploy.local.json_limits import json_problem
+from deploy.local.memory import keep_freed_memory
 from deploy.local.platform import (
     LoadedModel,
     LoadTimeoutError,
@@ -56,7 +57,10 @@ _KEPT_HEADERS = frozenset(
         wire.CUSTOM_ATTRIBUTES.encode(),
     }
 )
-Reply = tuple[int, list[tuple[str, str]], bytes]
+# A reply body is bytes, or the chunks a large one arrived in from tritonserver,
+# sent on as they are (joining them would copy every byte once more).
+Body = bytes | list[bytes]
+Reply = tuple[int, list[tuple[str, str]], Body]
 _TARGET_HEADER = wire.TARGET_MODEL.encode()
 _CUSTOM_ATTRIBUTES = wire.CUSTOM_ATTRIBUTES.encode()
 
@@ -76,6 +80,11 @@ def _send_message(transport: asyncio.Transport, head: bytes, body: list[bytes]) 
         transport.writelines([head, *body])
 
 
+def joined(body: Body) -> bytes:
+    """A body as one bytes object (for the small bodies that are read, such as errors)."""
+    return body if isinstance(body, bytes) else b"".join(body)
+
+
 class UpstreamError(Exception):
     """The connection to tritonserver broke or timed out."""
 
@@ -87,7 +96,7 @@ class _Upstream(asyncio.Protocol):
         self.pool = pool
         self.parser = httptools.HttpResponseParser(self)
         self.transport: asyncio.Transport | None = None
-        self.future: asyncio.Future[tuple[int, bytes, bytes]] | None = None
+        self.future: asyncio.Future[tuple[int, bytes, Body]] | None = None
         self.content_type = b""
         self.body: list[bytes] = []
         self.closed = False
@@ -111,7 +120,7 @@ class _Upstream(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         future, self.future = self.future, None
-        body = self.body[0] if len(self.body) == 1 else b"".join(self.body)
+        body: Body = self.body[0] if len(self.body) == 1 else self.body
         status = self.parser.get_status_code()
         content_type, self.content_type, self.body = self.content_type, b"", []
         if self.parser.should_keep_alive():
@@ -140,7 +149,7 @@ class _Upstream(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
 
-    def send(self, head: bytes, body: list[bytes]) -> asyncio.Future[tuple[int, bytes, bytes]]:
+    def send(self, head: bytes, body: list[bytes]) -> asyncio.Future[tuple[int, bytes, Body]]:
         assert self.transport is not None
         loop = asyncio.get_running_loop()
         self.future = future = loop.create_future()
@@ -200,7 +209,7 @@ class UpstreamPool:
         headers: dict[bytes, bytes],
         body: list[bytes],
         size: int,
-    ) -> tuple[int, bytes, bytes]:
+    ) -> tuple[int, bytes, Body]:
         connection = await self._acquire()
         future = self.send(connection, path, target_model, headers, body, size)
         timer = asyncio.get_running_loop().call_later(self.timeout, connection.time_out)
@@ -217,7 +226,7 @@ class UpstreamPool:
         headers: dict[bytes, bytes],
         body: list[bytes],
         size: int,
-    ) -> asyncio.Future[tuple[int, bytes, bytes]]:
+    ) -> asyncio.Future[tuple[int, bytes, Body]]:
         head = [
             f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {size}\r\n"
             f"X-Amzn-SageMaker-Target-Model: {target_model}\r\n".encode()
@@ -471,17 +480,19 @@ class _Connection(asyncio.Protocol):
             self.since = self.guard.now  # idle from now on
 
     def _write(
-        self, status: int, headers: list[tuple[str, str]], body: bytes, keep_alive: bool = True
+        self, status: int, headers: list[tuple[str, str]], body: Body, keep_alive: bool = True
     ) -> None:
         transport = self.transport
         if transport is None or transport.is_closing():
             return
-        lines = [f"HTTP/1.1 {status} {wire.reason(status)}\r\nContent-Length: {len(body)}\r\n"]
+        chunks = [body] if isinstance(body, bytes) else body
+        size = sum(len(chunk) for chunk in chunks)
+        lines = [f"HTTP/1.1 {status} {wire.reason(status)}\r\nContent-Length: {size}\r\n"]
         lines += [f"{name}: {value}\r\n" for name, value in headers]
         if not keep_alive:
             lines.append("Connection: close\r\n")
         lines.append("\r\n")
-        _send_message(transport, "".join(lines).encode("latin-1"), [body])
+        _send_message(transport, "".join(lines).encode("latin-1"), chunks)
 
     def _close(self) -> None:
         if self.transport is not None:
@@ -525,6 +536,7 @@ class FrontEnd:
         self.guard = ConnectionGuard(limits or ConnectionLimits())
 
     async def start(self, host: str, port: int) -> int:
+        keep_freed_memory()  # large bodies reuse memory instead of faulting it in each time
         loop = asyncio.get_running_loop()
         self.guard.start(loop)
         self._server = await loop.create_server(
@@ -628,7 +640,7 @@ class FrontEnd:
             break
         return self._answer(target, status, content_type, body)
 
-    def _answer(self, target: str, status: int, content_type: bytes, body: bytes) -> Reply:
+    def _answer(self, target: str, status: int, content_type: bytes, body: Body) -> Reply:
         if status == 200:
             self._requests += 1
             return (
@@ -641,7 +653,7 @@ class FrontEnd:
                 ],
                 body,
             )
-        message = wire.triton_error_message(body) or wire.reason(status)
+        message = wire.triton_error_message(joined(body)) or wire.reason(status)
         return wire.model_error(target, status, message, self.log_stream).encode()
 
     def _upstream_failed(self, target: str, exc: BaseException, generation: int) -> Reply:
@@ -699,7 +711,7 @@ class FrontEnd:
         )
         timer = asyncio.get_running_loop().call_later(self.upstream.timeout, connection.time_out)
 
-        def finished(future: asyncio.Future[tuple[int, bytes, bytes]]) -> None:
+        def finished(future: asyncio.Future[tuple[int, bytes, Body]]) -> None:
             timer.cancel()
             self.platform.release(model)
             exc = future.exception()

@@ -117,16 +117,28 @@ def json_problem(
         return size
     if size == 0:
         return None
-    if len(body) == 1:
-        first = body[0]
+    first = body[0] if body else b""
+    if len(first) >= size:  # the JSON is all in the first chunk (any request of a few MB)
         if first.count(b"[", 0, size) + first.count(b"{", 0, size) <= max_depth:
             return None  # the ordinary request: counted in place, nothing copied
         text = first[:size]
     else:
-        text = b"".join(body)[:size]
+        text = _leading(body, size)
     if deeper_than(text, max_depth):
         return (
             f"the request's JSON nests arrays and objects more than {max_depth} levels deep; "
             f"the endpoint accepts at most {max_depth} (a v2 inference request needs a few)"
         )
     return None
+
+
+def _leading(body: list[bytes], size: int) -> bytes:
+    """The first `size` bytes of a body that arrived in chunks, joining only those."""
+    taken: list[bytes] = []
+    have = 0
+    for chunk in body:
+        if have >= size:
+            break
+        taken.append(chunk)
+        have += len(chunk)
+    return b"".join(taken)[:size]

@@ -27,7 +27,7 @@ from deploy.client import manifest as contract
 from deploy.errors import LocalEndpointError
 from deploy.local import wire
 from deploy.local.endpoint import EndpointOptions, LocalEndpoint
-from deploy.local.frontend import FrontEnd, Reply, UpstreamError, _Request
+from deploy.local.frontend import FrontEnd, Reply, UpstreamError, _Request, joined
 from deploy.local.platform import ModelPlatform
 from deploy.local.serve import prepare_record, record, serve_until_signal
 from deploy.local.state import STATE_DIR
@@ -114,7 +114,7 @@ class SingleModelFrontEnd(FrontEnd):
                 ],
                 body,
             )
-        message = wire.triton_error_message(body) or wire.reason(status)
+        message = wire.triton_error_message(joined(body)) or wire.reason(status)
         return wire.model_error(ROUTER_NAME, status, message, self.log_stream).encode()
 
 
