@@ -1,0 +1,177 @@
+"""The SDK's client CPU per call against an unsigned raw HTTP request with the same body.
+
+Prints one JSON document. A no-op SageMaker runtime in its own process
+(`bench/load_generator.py`'s: one fixed small Triton answer, nothing
+parsed) is called one request at a time, with bodies of about 0.6 MB and
+4.8 MB (FP32) and a small one, by, in this same run:
+
+- `raw_http` (the baseline): `http.client` on a keep-alive connection, the
+  body encoded once beforehand, no signature;
+- `sdk`: `deploy.client.Endpoint.infer` with the numpy array (encode,
+  validate against the manifest, botocore request, the deadline transport,
+  decode), unsigned as against the local endpoint;
+- `sdk_sigv4`: the same with credentials, so botocore signs each request
+  (SigV4 hashes the body: over plain HTTP botocore always signs the payload);
+- `boto3`: a bare sagemaker-runtime client's `invoke_endpoint` with the body
+  encoded once beforehand, unsigned, over botocore's own transport.
+
+The paths take turns in rounds (at least 5 calls, about `--seconds` each),
+and each reports the least CPU per call over its rounds (this process's user
++ system time): other load on a shared machine only ever adds to it.
+Targets: `sdk` within 1.5x of `raw_http`, and no slower than `boto3`.
+
+    python bench/client.py [--quick] [--seconds S] [--rounds N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import platform
+import resource
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from load_generator import manifest_file, start_noop  # noqa: E402
+
+from deploy.client import Endpoint, encode  # noqa: E402
+
+SIZES = {"small": 4, "0.6MB": 150_000, "4.8MB": 1_200_000}  # FP32 values per request
+
+
+def cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def per_call_ms(call: Callable[[], Any], seconds: float) -> float:
+    """CPU milliseconds per call over about `seconds` of calls (at least 5)."""
+    import time
+
+    call()
+    count, started, spent = 0, time.monotonic(), cpu()
+    while count < 5 or time.monotonic() - started < seconds:
+        call()
+        count += 1
+    return (cpu() - spent) / count * 1000
+
+
+def unsigned_environment() -> None:
+    """No credentials anywhere botocore looks: the SDK sends unsigned (local endpoint)."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        os.environ.pop(name, None)
+    os.environ["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull
+    os.environ["AWS_CONFIG_FILE"] = os.devnull
+    os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+
+
+def paths(url: str, port: int, manifest: Path, values: int) -> dict[str, Callable[[], Any]]:
+    import boto3
+    from botocore import UNSIGNED
+    from botocore.config import Config
+
+    array = np.random.default_rng(0).random((1, values), dtype=np.float32)
+    inputs = {"INPUT0": array}
+    request = encode(inputs)
+    headers = {
+        "Content-Type": request.content_type,
+        "X-Amzn-SageMaker-Target-Model": "noop-0.tar.gz",
+    }
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+
+    def raw_http() -> None:
+        connection.request("POST", "/endpoints/noop/invocations", request.body, headers)
+        connection.getresponse().read()
+
+    sdk = Endpoint("noop", endpoint_url=url, manifest=manifest, retries=1)
+    signing = boto3.Session(
+        aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="secret", region_name="us-east-1"
+    )
+    signed = Endpoint("noop", endpoint_url=url, manifest=manifest, retries=1, session=signing)
+    bare = boto3.Session(region_name="us-east-1").client(
+        "sagemaker-runtime",
+        endpoint_url=url,
+        config=Config(signature_version=UNSIGNED, retries={"total_max_attempts": 1}),
+    )
+
+    def boto3_invoke() -> None:
+        answer = bare.invoke_endpoint(
+            EndpointName="noop",
+            TargetModel="noop-0.tar.gz",
+            Body=request.body,
+            ContentType=request.content_type,
+        )
+        answer["Body"].read()
+
+    return {
+        "raw_http": raw_http,
+        "sdk": lambda: sdk.infer("noop", inputs),
+        "sdk_sigv4": lambda: signed.infer("noop", inputs),
+        "boto3": boto3_invoke,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="short rounds")
+    parser.add_argument("--seconds", type=float, default=None)
+    parser.add_argument("--rounds", type=int, default=None)
+    args = parser.parse_args()
+    seconds = args.seconds or (0.3 if args.quick else 1.0)
+    rounds = args.rounds or (2 if args.quick else 5)
+    unsigned_environment()
+    process, port = start_noop()
+    url = f"http://127.0.0.1:{port}"
+    report: dict[str, Any] = {
+        "benchmark": "client",
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "seconds_per_round": seconds,
+        "rounds": rounds,
+        "bodies": {},
+    }
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-client-") as tmp:
+            for label, values in SIZES.items():
+                manifest = manifest_file(Path(tmp), (1, values))
+                calls = paths(url, port, manifest, values)
+                spent: dict[str, list[float]] = {name: [] for name in calls}
+                for _ in range(rounds):
+                    for name, call in calls.items():
+                        spent[name].append(per_call_ms(call, seconds))
+                best = {name: round(min(values), 4) for name, values in spent.items()}
+                report["bodies"][label] = {
+                    "request_bytes": len(
+                        encode({"INPUT0": np.zeros((1, values), np.float32)}).body
+                    ),
+                    "cpu_ms_per_call": best,
+                    "rounds_ms": {k: [round(v, 4) for v in vs] for k, vs in spent.items()},
+                    "sdk_vs_raw_http": round(best["sdk"] / best["raw_http"], 2),
+                    "sdk_sigv4_vs_raw_http": round(best["sdk_sigv4"] / best["raw_http"], 2),
+                    "sdk_vs_boto3": round(best["sdk"] / best["boto3"], 2),
+                }
+    finally:
+        process.terminate()
+        process.wait(10)
+    report["targets"] = {
+        f"{label}_sdk_vs_raw_http<=1.5": body["sdk_vs_raw_http"] <= 1.5
+        for label, body in report["bodies"].items()
+    } | {
+        f"{label}_sdk_vs_boto3<=1.0": body["sdk_vs_boto3"] <= 1.0
+        for label, body in report["bodies"].items()
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
