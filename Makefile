@@ -65,6 +65,8 @@ bench: install models
 	$(PY) bench/local_endpoint.py
 	$(PY) bench/soak_local_endpoint.py
 	$(PY) bench/load_generator.py
+	$(PY) bench/client.py
+	$(PY) bench/front_door.py
 	$(PY) bench/adapter_batching.py
 	$(PY) bench/neuron_batching.py
 	$(PY) bench/lifecycle.py
