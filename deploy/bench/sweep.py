@@ -115,11 +115,11 @@ def variants(axes: Sequence[Axis]) -> list[Variant]:
     ]
 
 
-_SHORT = {"max_batch_size": "batch", "instances": "inst", "max_queue_delay_us": "delay_us"}
+_SHORT = {"max_batch_size": "batch", "instances": "inst", "max_queue_delay_us": "delay"}
 
 
 def describe(variant: Mapping[str, int], *, short: bool = False) -> str:
-    """`max_batch_size=8 instances=2` (short: `batch=8 inst=2`, for tables)."""
+    """`max_batch_size=8 instances=2` (short, for tables: `batch=8 inst=2`, delay in µs)."""
     names = _SHORT if short else {key: key for key in variant}
     return " ".join(f"{names[key]}={value}" for key, value in variant.items()) or "as configured"
 

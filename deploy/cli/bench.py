@@ -336,8 +336,23 @@ def _progress() -> Any:
 # -- rendering ------------------------------------------------------------------------------
 
 
+def _num(value: float) -> str:
+    """Throughput in as few characters as its precision needs."""
+    if value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def _cost(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3g}" if value < 1 else f"{value:,.2f}"
+
+
 def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if value >= 100 else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
 
 
 def _emit(report: BenchReport, *, as_json: bool, plot: Path | None) -> None:
@@ -369,27 +384,30 @@ def _render(report: BenchReport, plot: Path | None) -> None:
         f"{report.request_bytes:,} bytes; {report.mode}, {report.workers} worker processes; "
         f"first call {report.first_call_s:.2f} s"
     )
+    batched = report.items_per_request > 1
     table = Table(
-        caption="latency in ms; CPU: the client's per request; $/M: per million inferences"
+        caption="latency in ms; err: failed requests; CPU: the client's ms per request; "
+        "$/M: per million inferences"
+        + ("; ! client saturated" if any(step.client_saturated for step in report.steps) else "")
     )
-    columns = ["load", "req/s", "items/s", "p50", "p90", "p99", "max", "errors", "CPU ms"]
-    columns += ["$/M"]
+    columns = ["load", "req/s", *(["items/s"] if batched else []), "p50", "p90", "p99", "max"]
+    columns += ["err", "CPU", "$/M"]
     for column in columns:
-        table.add_column(column, justify="left" if column == "load" else "right")
+        table.add_column(column, justify="left" if column == "load" else "right", no_wrap=True)
     for step in report.steps:
-        errors = ", ".join(f"{k} {v}" for k, v in step.errors.items()) or "0"
         cpu = step.client_cpu_ms_per_request
+        cost = step.cost_per_million_usd
         table.add_row(
-            _short(step) + (" (client saturated)" if step.client_saturated else ""),
-            f"{step.throughput_rps:,.1f}",
-            f"{step.items_per_s:,.1f}",
+            _short(step) + (" !" if step.client_saturated else ""),
+            _num(step.throughput_rps),
+            *([_num(step.items_per_s)] if batched else []),
             _ms(step.latency_ms["p50"]),
             _ms(step.latency_ms["p90"]),
             _ms(step.latency_ms["p99"]),
             _ms(step.latency_ms["max"]),
-            errors,
+            str(step.failed),
             "-" if cpu is None else f"{cpu:.3f}",
-            "-" if step.cost_per_million_usd is None else f"{step.cost_per_million_usd:,.2f}",
+            _cost(cost),
         )
     out.print(table)
     if report.pricing is not None:
@@ -397,8 +415,11 @@ def _render(report: BenchReport, plot: Path | None) -> None:
     else:
         out.print("cost: not priced (pass --instance TYPE [--instance-count N])")
     for step in report.steps:
+        if step.errors:
+            classes = ", ".join(f"{kind} {count}" for kind, count in step.errors.items())
+            out.print(f"failed at {step.label()}: {classes}")
         for kind, message in step.error_examples.items():
-            out.print(f"  {step.label()}, {kind}: {message}", soft_wrap=True)
+            out.print(f"  {kind}: {message}", soft_wrap=True)
     if plot is not None:
         out.print(f"wrote {plot}")
 
@@ -561,10 +582,13 @@ def _render_sweep(report: SweepReport, written: Path | None, plot: Path | None) 
     table = Table(
         title=f"{report.model}: {len(report.results)} variants"
         + (f", p99 budget {budget:g} ms" if budget is not None else ""),
-        caption="latency in ms; $/M: per million inferences; * the best",
+        caption="latency in ms; err: failed requests; $/M: per million inferences; "
+        "ok: p99 within the budget and at most 1% failed; * the best; delay in µs",
     )
-    for column in ("variant", "load", "items/s", "p50", "p99", "errors", "$/M", "ok"):
-        table.add_column(column, justify="left" if column in ("variant", "load") else "right")
+    for column in ("variant", "load", "items/s", "p50", "p99", "err", "$/M", "ok"):
+        table.add_column(
+            column, justify="left" if column in ("variant", "load") else "right", no_wrap=True
+        )
     for result in report.results:
         name = describe(result.variant, short=True)
         if result.report is None:
@@ -575,11 +599,11 @@ def _render_sweep(report: SweepReport, written: Path | None, plot: Path | None) 
             table.add_row(
                 name,
                 _short(step) + (" *" if best else ""),
-                f"{step.items_per_s:,.1f}",
+                _num(step.items_per_s),
                 _ms(step.latency_ms["p50"]),
                 _ms(step.latency_ms["p99"]),
                 str(step.failed),
-                "-" if step.cost_per_million_usd is None else f"{step.cost_per_million_usd:,.2f}",
+                _cost(step.cost_per_million_usd),
                 "yes" if within(step, budget) else "no",
             )
             name = ""

@@ -100,7 +100,7 @@ def test_sweep_variants_change_only_the_swept_fields(tmp_path: Path) -> None:
     expected.instance_group[0].count = 3
     expected.dynamic_batching.max_queue_delay_microseconds = 100
     assert changed == expected
-    assert describe(chosen[0], short=True) == "batch=1 inst=3 delay_us=100"
+    assert describe(chosen[0], short=True) == "batch=1 inst=3 delay=100"
     with pytest.raises(BenchError, match="does not batch"):
         apply(repo.models["strings"].config, {"max_batch_size": 4}, where="strings")
 
