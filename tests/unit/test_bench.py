@@ -326,3 +326,27 @@ def test_chart_is_one_html_page_with_an_svg_and_the_numbers() -> None:
     assert "budget 10 ms" in page and "client CPU saturated" in page
     assert "<script" not in page
     assert nice_ticks(87.0) == [0.0, 20.0, 40.0, 60.0, 80.0, 100.0]
+
+
+def test_pricing_follows_the_stage_for_its_endpoint_or_the_flags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deploy.cli.bench import _pricing
+
+    config = tmp_path / "deploy.toml"
+    config.write_text(
+        '[stages.staging]\nendpoint_name = "shop-staging"\ninstance_type = "ml.g5.xlarge"\n'
+        "[stages.staging.infra]\nmin_instance_count = 2\nmax_instance_count = 4\n"
+        "initial_instance_count = 2\n"
+    )
+    monkeypatch.setenv("DEPLOY_CONFIG", str(config))
+    staged = _pricing(None, None, "us-east-1", "staging", stage_endpoint="shop-staging")
+    assert staged is not None
+    assert (staged.instance_type, staged.instance_count) == ("ml.g5.xlarge", 2)
+    assert staged.source == "stage staging"
+    # Another endpoint than the stage's: its instances are unknown, so no price.
+    assert _pricing(None, None, "us-east-1", "staging", stage_endpoint="other") is None
+    flagged = _pricing("ml.m5.xlarge", 3, "us-east-1", "staging", stage_endpoint="other")
+    assert flagged is not None and flagged.hourly == pytest.approx(3 * 0.23)
+    with pytest.raises(BenchError, match="--instance-count needs --instance"):
+        _pricing(None, 3, "us-east-1", "staging", stage_endpoint="other")
