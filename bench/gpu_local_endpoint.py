@@ -1,88 +1,461 @@
-"""GPU check: a TorchScript model with a KIND_GPU instance group runs on the GPU
-through the local endpoint, and gives the same answer as on the CPU.
+"""GPU benchmark: a TorchScript ResNet-50 through the local endpoint against raw torch.
 
-Run on a machine with an NVIDIA GPU, over a store written by `deploy package`
-that holds `classifier_gpu` (KIND_GPU) and `classifier_cpu` (KIND_CPU), two
-copies of the example classifier:
+Run on a machine with an NVIDIA GPU, torch and torchvision (random weights,
+nothing is downloaded):
 
-    python bench/gpu_local_endpoint.py STORE_DIR
+    python bench/gpu_local_endpoint.py [--seconds S] [--rounds R] [--out FILE]
 
-Prints one JSON document: the device the adapter reported in Triton's log,
-the largest difference between the GPU and CPU outputs, and per-call latency
-of both through the front end (the CPU copy is the baseline, same run).
+In one run it traces torchvision's ResNet-50, packages it with
+`deploy package` as a `pytorch_libtorch` model with a `KIND_GPU` instance
+group and `dynamic_batching` (the python-backend adapter runs the requests
+Triton gathers as one model call), serves it on the local endpoint and
+measures, for requests of batch 1 and 8 at concurrency 1, 8 and 32:
+
+- `endpoint`: images/s through the front end. Each client is a keep-alive
+  HTTP connection sending pre-encoded binary-protocol requests; clients run
+  in up to 8 worker processes so the load generator is not the bottleneck
+  (its CPU per request is reported). Also p50/p99 latency and the mean
+  number of images in the model call that computed a request (the model
+  returns its call's batch size as a second output);
+- `raw_torch` (the baseline, same run, same GPU, same TorchScript file):
+  as many threads as the concurrency, each calling the model on its own
+  batch from host memory (`from_numpy(x).to(cuda)`, the model, `.cpu()`),
+  which is what the adapter does per model call;
+- `raw_torch_ceiling`: one thread, batch `max_batch_size`: what the GPU
+  gives this model at the largest batch Triton may form.
+
+Rounds alternate endpoint and raw torch so drift hits both alike; medians
+are reported. The target: the endpoint gives at least 0.7x raw torch's
+images/s at concurrency 8. `--model small` swaps ResNet-50 for a small
+convolutional net (a smoke run on a machine without torchvision or a GPU;
+its numbers are not the benchmark's).
 """
 
 from __future__ import annotations
 
+import argparse
 import http.client
 import json
+import multiprocessing
+import os
+import platform
 import re
+import socket
 import statistics
+import subprocess
 import sys
+import tempfile
+import threading
 import time
+import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from deploy.client import decode, encode
-from deploy.local.endpoint import EndpointOptions, LocalEndpoint
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from deploy.client import decode, encode  # noqa: E402
+from deploy.local.endpoint import EndpointOptions, LocalEndpoint  # noqa: E402
+from deploy.packaging import package_repository  # noqa: E402
+
+MAX_BATCH = 64
+TARGET_CONCURRENCY = 8
+TARGET_RATIO = 0.7
+MAX_CLIENT_PROCESSES = 8
+CONFIG = """
+name: "{name}"
+platform: "pytorch_libtorch"
+max_batch_size: {max_batch}
+input [ {{ name: "INPUT__0" data_type: TYPE_FP32 dims: [ 3, 224, 224 ] }} ]
+output [ {{ name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 1000 ] }},
+         {{ name: "OUTPUT__1" data_type: TYPE_FP32 dims: [ 1 ] }} ]
+instance_group [ {{ kind: KIND_GPU count: {instances} }} ]
+dynamic_batching {{ }}
+"""
 
 
-def _call(url: str, endpoint: str, target: str, images: np.ndarray) -> np.ndarray:
-    request = encode({"INPUT__0": images}, outputs=["OUTPUT__0"])
+def _connect(host: str, port: str, timeout: float) -> http.client.HTTPConnection:
+    """A keep-alive connection with Nagle off, as urllib3 (the SDK's transport) opens them:
+    http.client sends the head and the body in two writes, and with Nagle on the
+    body waits for the server's delayed ACK of the head."""
+    connection = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    connection.connect()
+    assert connection.sock is not None
+    connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return connection
+
+
+def _images(batch: int, seed: int = 1) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((batch, 3, 224, 224), dtype=np.float32)
+
+
+# -- the model -----------------------------------------------------------------
+def write_model(path: Path, kind: str) -> str:
+    """Trace the network (random weights) and save it with a batch-size output."""
+    import torch
+
+    torch.manual_seed(0)
+    if kind == "resnet50":
+        import torchvision
+
+        network = torchvision.models.resnet50(weights=None).eval()
+        description = "torchvision resnet50 (random weights), traced, fp32"
+    else:
+        network = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 16, 7, stride=4),
+            torch.nn.ReLU(),
+            torch.nn.AdaptiveAvgPool2d(1),
+            torch.nn.Flatten(),
+            torch.nn.Linear(16, 1000),
+        ).eval()
+        description = "small convolutional net (smoke run), traced, fp32"
+    with torch.no_grad():
+        traced = torch.jit.trace(network, torch.from_numpy(_images(1)))
+
+    class WithCallSize(torch.nn.Module):
+        """The traced network, plus the size of the batch it ran (per row)."""
+
+        def __init__(self, inner: torch.nn.Module) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            rows = x.shape[0]
+            return self.inner(x), torch.zeros(rows, 1, device=x.device) + rows
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        scripted = torch.jit.script(WithCallSize(traced))
+    scripted.save(str(path))
+    return description
+
+
+def write_repository(root: Path, kind: str, instance_counts: list[int]) -> tuple[Path, str]:
+    names = {count: f"resnet50_x{count}" for count in instance_counts}
+    first = root / names[instance_counts[0]] / "1" / "model.pt"
+    first.parent.mkdir(parents=True)
+    description = write_model(first, kind)
+    for count, name in names.items():
+        folder = root / name
+        (folder / "1").mkdir(parents=True, exist_ok=True)
+        if not (folder / "1" / "model.pt").exists():
+            (folder / "1" / "model.pt").write_bytes(first.read_bytes())
+        (folder / "config.pbtxt").write_text(
+            CONFIG.format(name=name, max_batch=MAX_BATCH, instances=count)
+        )
+    return first, description
+
+
+# -- load through the endpoint -------------------------------------------------
+def _client_process(
+    url: str,
+    target: str,
+    batch: int,
+    threads: int,
+    warmup: float,
+    seconds: float,
+    ready: Any,
+    go: Any,
+    results: Any,
+) -> None:
     host, port = url.removeprefix("http://").split(":")
-    connection = http.client.HTTPConnection(host, int(port), timeout=120)
-    connection.request(
-        "POST",
-        f"/endpoints/{endpoint}/invocations",
-        body=request.body,
-        headers={"Content-Type": request.content_type, "X-Amzn-SageMaker-Target-Model": target},
+    request = encode({"INPUT__0": _images(batch)})
+    headers = {"Content-Type": request.content_type, "X-Amzn-SageMaker-Target-Model": target}
+    latencies: list[list[float]] = [[] for _ in range(threads)]
+    call_sizes: list[float] = [0.0] * threads
+    failures: list[str] = []
+    start_at = [0.0]
+
+    def client(index: int) -> None:
+        connection = _connect(host, port, 120)
+        measure_from = start_at[0] + warmup
+        stop = measure_from + seconds
+        while True:
+            sent = time.perf_counter()
+            if sent >= stop:
+                break
+            connection.request(
+                "POST", "/endpoints/local/invocations", body=request.body, headers=headers
+            )
+            response = connection.getresponse()
+            body = response.read()
+            done = time.perf_counter()
+            if response.status != 200:
+                failures.append(f"HTTP {response.status}: {body[:300]!r}")
+                return
+            if measure_from <= done <= stop:  # throughput: completions in the window
+                decoded = decode(body, response.getheader("Content-Type", ""))
+                latencies[index].append(done - sent)
+                call_sizes[index] += float(np.asarray(decoded.outputs["OUTPUT__1"])[0, 0])
+        connection.close()
+
+    ready.put(os.getpid())
+    go.wait()
+    start_at[0] = time.perf_counter()
+    workers = [threading.Thread(target=client, args=(i,)) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    cpu_start = time.process_time()
+    for worker in workers:
+        worker.join()
+    cpu = time.process_time() - cpu_start  # includes warm-up: an upper bound per request
+    all_latencies = [value for values in latencies for value in values]
+    results.put(
+        {
+            "failures": failures,
+            "latencies": all_latencies,
+            "call_sizes": sum(call_sizes),
+            "cpu_s": cpu,
+            "requests_all": len(all_latencies),
+        }
     )
-    response = connection.getresponse()
-    body = response.read()
-    if response.status != 200:
-        raise SystemExit(f"{target}: HTTP {response.status}: {body[:500]!r}")
-    decoded = decode(body, response.getheader("Content-Type", "application/json"))
-    return np.array(decoded.outputs["OUTPUT__0"])
 
 
-def _latency(url: str, endpoint: str, target: str, images: np.ndarray, rounds: int) -> dict:
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        _call(url, endpoint, target, images)
-        times.append(time.perf_counter() - start)
-    times.sort()
+def drive_endpoint(
+    url: str, target: str, batch: int, concurrency: int, warmup: float, seconds: float
+) -> dict[str, Any]:
+    context = multiprocessing.get_context("spawn")
+    processes = min(concurrency, MAX_CLIENT_PROCESSES)
+    shares = [concurrency // processes + (i < concurrency % processes) for i in range(processes)]
+    ready, results, go = context.Queue(), context.Queue(), context.Event()
+    workers = [
+        context.Process(
+            target=_client_process,
+            args=(url, target, batch, share, warmup, seconds, ready, go, results),
+        )
+        for share in shares
+    ]
+    for worker in workers:
+        worker.start()
+    for _ in workers:
+        ready.get(timeout=120)
+    server_cpu = time.process_time()  # this process runs the front end
+    go.set()
+    reports = [results.get(timeout=warmup + seconds + 180) for _ in workers]
+    server_cpu = time.process_time() - server_cpu
+    for worker in workers:
+        worker.join(30)
+    failures = [failure for report in reports for failure in report["failures"]]
+    if failures:
+        raise SystemExit(f"{target} batch {batch} concurrency {concurrency}: {failures[0]}")
+    latencies = sorted(value for report in reports for value in report["latencies"])
+    requests = len(latencies)
+    if requests == 0:
+        raise SystemExit(f"{target}: no request finished inside the {seconds} s window")
+    all_requests = max(requests, 1)
     return {
-        "p50_ms": round(statistics.median(times) * 1e3, 3),
-        "p99_ms": round(times[int(len(times) * 0.99) - 1] * 1e3, 3),
+        "images_per_s": round(requests * batch / seconds, 1),
+        "requests": requests,
+        "p50_ms": round(latencies[requests // 2] * 1e3, 2),
+        "p99_ms": round(latencies[max(0, int(requests * 0.99) - 1)] * 1e3, 2),
+        "mean_images_per_model_call": round(
+            sum(report["call_sizes"] for report in reports) / requests, 1
+        ),
+        "client_cpu_ms_per_request": round(
+            sum(report["cpu_s"] for report in reports) / all_requests * 1e3, 3
+        ),
+        "front_end_process_cpu_ms_per_request": round(server_cpu / all_requests * 1e3, 3),
     }
 
 
-def main(store: Path) -> None:
-    manifest = json.loads((store / "manifest.json").read_text())["models"]
-    rng = np.random.default_rng(0)
-    images = rng.standard_normal((8, 3, 32, 32), dtype=np.float32)
-    with LocalEndpoint(store, options=EndpointOptions(endpoint_name="gpu-check")) as endpoint:
-        gpu_target = manifest["classifier_gpu"]["target_model"]
-        cpu_target = manifest["classifier_cpu"]["target_model"]
-        on_gpu = _call(endpoint.url, endpoint.endpoint_name, gpu_target, images)
-        on_cpu = _call(endpoint.url, endpoint.endpoint_name, cpu_target, images)
-        log = Path(endpoint.supervisor.log_path).read_text(errors="replace")
-        devices = sorted(set(re.findall(r"(cuda:\d+|on cpu|device cpu)", log)))
-        adapter_lines = [line.strip()[-200:] for line in log.splitlines() if "adapter" in line]
-        result = {
-            "devices_in_log": devices,
-            "adapter_log": adapter_lines[:6],
-            "max_abs_diff_gpu_vs_cpu": float(np.max(np.abs(on_gpu - on_cpu))),
-            "batch": list(images.shape),
-            "gpu_instance": _latency(endpoint.url, endpoint.endpoint_name, gpu_target, images, 200),
-            "cpu_instance_baseline": _latency(
-                endpoint.url, endpoint.endpoint_name, cpu_target, images, 200
-            ),
+# -- raw torch -----------------------------------------------------------------
+class RawTorch:
+    """The same TorchScript file called directly, from host memory, on the same device."""
+
+    def __init__(self, model_file: Path) -> None:
+        import torch
+
+        self.torch = torch
+        self.device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.module = torch.jit.load(str(model_file), map_location=self.device).eval()
+
+    def call(self, images: np.ndarray) -> np.ndarray:
+        torch = self.torch
+        with torch.inference_mode():
+            logits, _ = self.module(torch.from_numpy(images).to(self.device))
+            return logits.cpu().numpy()
+
+    def drive(self, batch: int, concurrency: int, warmup: float, seconds: float) -> dict[str, Any]:
+        counts = [0] * concurrency
+        start = time.perf_counter() + 0.05
+        measure_from, stop = start + warmup, start + warmup + seconds
+
+        def worker(index: int) -> None:
+            images = _images(batch, seed=index)
+            while time.perf_counter() < start:
+                time.sleep(0.001)
+            while time.perf_counter() < stop:
+                self.call(images)
+                if measure_from <= time.perf_counter() <= stop:
+                    counts[index] += 1
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(concurrency)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return {"images_per_s": round(sum(counts) * batch / seconds, 1), "calls": sum(counts)}
+
+
+# -- the run -------------------------------------------------------------------
+def _machine() -> dict[str, Any]:
+    import torch
+
+    info: dict[str, Any] = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cpu_count": os.cpu_count(),
+        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+    }
+    try:
+        smi = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        info["nvidia_smi"] = smi.stdout.strip() or None
+    except OSError:
+        info["nvidia_smi"] = None
+    return info
+
+
+def _median(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    keys = [key for key in cells[0] if isinstance(cells[0][key], (int, float))]
+    merged: dict[str, Any] = {key: statistics.median(cell[key] for cell in cells) for key in keys}
+    merged["images_per_s_each_round"] = [cell["images_per_s"] for cell in cells]
+    return merged
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=4.0, help="measured seconds per cell")
+    parser.add_argument("--warmup", type=float, default=1.0, help="seconds before each cell")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--batches", default="1,8")
+    parser.add_argument("--concurrency", default="1,8,32")
+    parser.add_argument("--instances", default="1,2", help="instance_group counts to serve")
+    parser.add_argument("--model", choices=("resnet50", "small"), default="resnet50")
+    parser.add_argument("--out", type=Path, help="also write the JSON here")
+    args = parser.parse_args()
+    batches = [int(value) for value in args.batches.split(",")]
+    levels = [int(value) for value in args.concurrency.split(",")]
+    instance_counts = [int(value) for value in args.instances.split(",")]
+
+    with tempfile.TemporaryDirectory(prefix="gpu-bench-") as scratch:
+        root = Path(scratch)
+        model_file, description = write_repository(root / "repo", args.model, instance_counts)
+        package_repository(root / "repo", root / "store")
+        manifest = json.loads((root / "store" / "manifest.json").read_text())["models"]
+        targets = {
+            count: manifest[f"resnet50_x{count}"]["target_model"] for count in instance_counts
         }
-    print(json.dumps(result, indent=2))
+        raw = RawTorch(model_file)
+        with LocalEndpoint(
+            root / "store", work_dir=root / "work", options=EndpointOptions(invoke_timeout=120)
+        ) as endpoint:
+            # Load every variant, and check the served answer against raw torch's.
+            probe = _images(8, seed=7)
+            request = encode({"INPUT__0": probe}, outputs=["OUTPUT__0"])
+            host, port = endpoint.url.removeprefix("http://").split(":")
+            differences = {}
+            for count, target in targets.items():
+                connection = _connect(host, port, 300)
+                connection.request(
+                    "POST",
+                    "/endpoints/local/invocations",
+                    body=request.body,
+                    headers={
+                        "Content-Type": request.content_type,
+                        "X-Amzn-SageMaker-Target-Model": target,
+                    },
+                )
+                response = connection.getresponse()
+                body = response.read()
+                if response.status != 200:
+                    raise SystemExit(f"{target}: HTTP {response.status}: {body[:500]!r}")
+                served = np.asarray(
+                    decode(body, response.getheader("Content-Type", "")).outputs["OUTPUT__0"]
+                )
+                differences[f"x{count}"] = float(np.max(np.abs(served - raw.call(probe))))
+                connection.close()
+            log = Path(endpoint.supervisor.log_path).read_text(errors="replace")
+            adapter_lines = [
+                re.sub(r"^.*deploy adapter: ", "", line.strip()).rstrip('"')
+                for line in log.splitlines()
+                if "deploy adapter:" in line
+            ]
+
+            served_rounds: dict[str, list[dict[str, Any]]] = {}
+            raw_rounds: dict[str, list[dict[str, Any]]] = {}
+            ceiling: list[dict[str, Any]] = []
+            for round_index in range(args.rounds):
+                order = ["endpoint", "raw"] if round_index % 2 == 0 else ["raw", "endpoint"]
+                for part in order:
+                    for batch in batches:
+                        for level in levels:
+                            if part == "raw":
+                                key = f"batch_{batch}/concurrency_{level}"
+                                raw_rounds.setdefault(key, []).append(
+                                    raw.drive(batch, level, args.warmup, args.seconds)
+                                )
+                                continue
+                            for count, target in targets.items():
+                                key = f"x{count}/batch_{batch}/concurrency_{level}"
+                                cell = drive_endpoint(
+                                    endpoint.url, target, batch, level, args.warmup, args.seconds
+                                )
+                                served_rounds.setdefault(key, []).append(cell)
+                                print(key, cell, file=sys.stderr, flush=True)
+                ceiling.append(raw.drive(MAX_BATCH, 1, args.warmup, args.seconds))
+
+    served = {key: _median(cells) for key, cells in served_rounds.items()}
+    raw_median = {key: _median(cells) for key, cells in raw_rounds.items()}
+    ratios = {
+        key: round(cell["images_per_s"] / raw_median[key.split("/", 1)[1]]["images_per_s"], 3)
+        for key, cell in served.items()
+    }
+    at_target = {
+        key: value
+        for key, value in ratios.items()
+        if key.endswith(f"/concurrency_{TARGET_CONCURRENCY}")
+    }
+    result = {
+        "machine": _machine(),
+        "model": description,
+        "config": {
+            "max_batch_size": MAX_BATCH,
+            "dynamic_batching": "default (max_queue_delay_microseconds 0)",
+            "instance_group": f"KIND_GPU, count {instance_counts}",
+        },
+        "seconds_per_cell": args.seconds,
+        "warmup_s": args.warmup,
+        "rounds": args.rounds,
+        "adapter_log": adapter_lines[:4],
+        "max_abs_diff_endpoint_vs_raw_torch": differences,
+        "endpoint_median": served,
+        "raw_torch_baseline_median": raw_median,
+        "raw_torch_ceiling_one_thread": {
+            f"batch_{MAX_BATCH}": _median(ceiling),
+        },
+        "ratio_endpoint_to_raw_torch": ratios,
+        "target": {
+            "concurrency": TARGET_CONCURRENCY,
+            "min_ratio": TARGET_RATIO,
+            "ratios": at_target,
+            "met": {key: value >= TARGET_RATIO for key, value in at_target.items()},
+        },
+    }
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main()
