@@ -327,7 +327,9 @@ def _machine() -> dict[str, Any]:
 
 def _median(cells: list[dict[str, Any]]) -> dict[str, Any]:
     keys = [key for key in cells[0] if isinstance(cells[0][key], (int, float))]
-    merged: dict[str, Any] = {key: statistics.median(cell[key] for cell in cells) for key in keys}
+    merged: dict[str, Any] = {
+        key: round(statistics.median(cell[key] for cell in cells), 3) for key in keys
+    }
     merged["images_per_s_each_round"] = [cell["images_per_s"] for cell in cells]
     return merged
 
