@@ -1,0 +1,54 @@
+"""A short run of `bench/gpu_local_endpoint.py` on this machine (no GPU needed).
+
+`--model small` swaps ResNet-50 for a small convolutional net of the same
+input shape; the KIND_GPU instance group then runs on the CPU. The run must
+package and serve the model, answer as raw torch does, measure every cell
+against its raw-torch baseline and read the batch of the model call from
+the answers. The numbers themselves belong in docs/measurements/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.triton, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_short_gpu_bench_run_reports_every_cell(tmp_path: Path) -> None:
+    out = tmp_path / "result.json"
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "gpu_local_endpoint.py"),
+            *("--model", "small", "--seconds", "0.5", "--warmup", "0.2", "--rounds", "1"),
+            *("--batches", "1,2", "--concurrency", "1,2", "--instances", "1"),
+            *("--out", str(out)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout)
+    assert json.loads(out.read_text()) == report
+    assert report["max_abs_diff_endpoint_vs_raw_torch"]["x1"] < 1e-4, report
+    cells = [f"batch_{b}/concurrency_{c}" for b in (1, 2) for c in (1, 2)]
+    assert sorted(report["raw_torch_baseline_median"]) == sorted(cells)
+    assert sorted(report["ratio_endpoint_to_raw_torch"]) == sorted(f"x1/{c}" for c in cells)
+    for cell in cells:
+        served = report["endpoint_median"][f"x1/{cell}"]
+        assert served["images_per_s"] > 0 and served["requests"] > 0, served
+        batch = int(cell.split("/")[0].removeprefix("batch_"))
+        # Read from the answers: a model call holds at least the request's own images.
+        assert batch <= served["mean_images_per_model_call"] <= 64, served
