@@ -42,6 +42,8 @@ CONFIG_FILE_ENV = "DEPLOY_CONFIG"
 STAGE_ENV = "DEPLOY_STAGE"
 DEFAULT_CONFIG_FILE = "deploy.toml"
 DEFAULT_STAGE = "dev"
+# ServerlessConfig.MemorySizeInMB: 1 GB steps from 1 to 6 GB (SageMaker API reference).
+SERVERLESS_MEMORY_MB = (1024, 2048, 3072, 4096, 5120, 6144)
 
 
 class InfraSettings(BaseModel):
@@ -94,12 +96,47 @@ class InfraSettings(BaseModel):
     data_capture: bool = Field(False, description="Capture requests/responses to the model store.")
     data_capture_percent: int = Field(100, ge=1, le=100, description="Sampling percentage.")
     api: bool = Field(True, description="Deploy the HTTP API front door (API Gateway + Lambda).")
+    # Serverless hosting (ProductionVariant.ServerlessConfig): SageMaker's own bounds.
+    serverless_memory_mb: int = Field(
+        2048,
+        ge=SERVERLESS_MEMORY_MB[0],
+        le=SERVERLESS_MEMORY_MB[-1],
+        description="Serverless stages: memory per concurrent copy, 1024-6144 MB in 1024 MB "
+        "steps (it also sets the CPU share).",
+    )
+    serverless_max_concurrency: int = Field(
+        5, ge=1, le=200, description="Serverless stages: most concurrent invocations (1-200)."
+    )
+    serverless_provisioned_concurrency: int | None = Field(
+        None,
+        ge=1,
+        le=200,
+        description="Serverless stages: copies kept warm (billed while provisioned); at most "
+        "serverless_max_concurrency. None: on demand only.",
+    )
+
+    @field_validator("serverless_memory_mb")
+    @classmethod
+    def _memory_in_steps(cls, value: int) -> int:
+        if value not in SERVERLESS_MEMORY_MB:
+            raise ValueError(
+                f"{value} MB is not a serverless memory size; SageMaker takes "
+                + ", ".join(str(size) for size in SERVERLESS_MEMORY_MB)
+            )
+        return value
 
     @model_validator(mode="after")
     def _counts_are_ordered(self) -> InfraSettings:
         if not (self.min_instance_count <= self.initial_instance_count <= self.max_instance_count):
             raise ValueError(
                 "need min_instance_count <= initial_instance_count <= max_instance_count"
+            )
+        provisioned = self.serverless_provisioned_concurrency
+        if provisioned is not None and provisioned > self.serverless_max_concurrency:
+            raise ValueError(
+                f"serverless_provisioned_concurrency ({provisioned}) is above "
+                f"serverless_max_concurrency ({self.serverless_max_concurrency}); SageMaker "
+                "keeps at most max concurrency warm"
             )
         return self
 

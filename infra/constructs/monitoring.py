@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from deploy.config import InfraSettings
 
 VARIANT_METRICS = "AWS/SageMaker"
-# Every alarm an endpoint may have (GPU memory only on GPU instances); each is
+# Every alarm an endpoint may have (GPU memory only on GPU instances, the last two
+# only on serverless endpoints); each is
 # named `<endpoint_name>-<alarm>`, so grants can name them exactly.
 ALARMS = (
     "Invocation5XXErrors",
@@ -31,6 +32,9 @@ ALARMS = (
     "MemoryUtilization",
     "DiskUtilization",
     "GPUMemoryUtilization",
+    # serverless endpoints (infra.constructs.serverless_monitoring)
+    "ModelSetupTime",
+    "ConcurrentExecutionsUtilization",
 )
 INSTANCE_METRICS = "/aws/sagemaker/Endpoints"
 _MINUTE = Duration.minutes(1)

@@ -143,9 +143,21 @@ def endpoint_log_group_arns(endpoint_name: str) -> list[str]:
     return [group, f"{group}:*"]
 
 
-def runtime_statements(*, endpoint_name: str) -> list[iam.PolicyStatement]:
-    """The execution role's grants for running the container, whatever it serves."""
-    return [
+def image_repository_arn(image_uri: str) -> str:
+    """The ECR repository of `<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>`."""
+    registry_account, _, rest = image_uri.partition(".dkr.ecr.")
+    image_region = rest.split(".", 1)[0]
+    repository = image_uri.split("/", 1)[1].split(":", 1)[0]
+    return f"arn:{Aws.PARTITION}:ecr:{image_region}:{registry_account}:repository/{repository}"
+
+
+def runtime_statements(*, endpoint_name: str, vpc: bool = True) -> list[iam.PolicyStatement]:
+    """The execution role's grants for running the container, whatever it serves.
+
+    `vpc`: the Model has a VpcConfig, so SageMaker creates network interfaces
+    with this role (a serverless endpoint has none).
+    """
+    statements = [
         iam.PolicyStatement(sid="EcrToken", actions=["ecr:GetAuthorizationToken"], resources=["*"]),
         iam.PolicyStatement(
             sid="EndpointLogs",
@@ -169,6 +181,11 @@ def runtime_statements(*, endpoint_name: str) -> list[iam.PolicyStatement]:
                 }
             },
         ),
+    ]
+    if not vpc:
+        return statements
+    return [
+        *statements,
         iam.PolicyStatement(
             sid="EndpointNetworkInterfaces",
             actions=[

@@ -66,6 +66,9 @@ GPU_ALARM_ARNS = [
         "MemoryUtilization",
         "DiskUtilization",
         "GPUMemoryUtilization",
+        # a serverless endpoint's (the grants name every alarm an endpoint may have)
+        "ModelSetupTime",
+        "ConcurrentExecutionsUtilization",
     )
 ]
 GPU_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/sagemaker-tritonserver:24.09-py3"
