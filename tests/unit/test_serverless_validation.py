@@ -198,3 +198,42 @@ def test_serverless_settings_come_from_the_stage_section(tmp_path: Path) -> None
     )
     infra = load_settings(stage="sls", config_file=config).infra
     assert (infra.serverless_memory_mb, infra.serverless_provisioned_concurrency) == (4096, 20)
+
+
+# --- the price --------------------------------------------------------------------------
+
+
+def test_serverless_price_is_per_second_of_memory_with_a_dated_source() -> None:
+    from deploy.lifecycle.prices import price_table, serverless_estimate
+
+    table = price_table()["serverless"]
+    assert table["as_of"] and "aws.amazon.com/sagemaker/pricing" in table["source"]
+    per_gb = table["regions"]["us-east-1"]["per_gb_second"]
+    cost = serverless_estimate(
+        "us-east-1", memory_mb=3072, max_concurrency=8, provisioned_concurrency=None
+    )
+    # Billed per GB of configured memory: 3 GB costs three times 1 GB.
+    assert cost.per_second == pytest.approx(3 * per_gb)
+    assert cost.hourly_max == pytest.approx(3 * per_gb * 3600 * 8)
+    text = cost.describe()
+    assert "per second of inference at 3072 MB" in text and "$0 while idle" in text
+    assert "estimate as of" in text and "provisioned" not in text
+    document = cost.to_dict()
+    assert document["hosting"] == "serverless" and document["estimate"] is True
+    assert document["hourly_max_usd"] == pytest.approx(cost.hourly_max)
+
+
+def test_serverless_price_says_what_it_does_not_know() -> None:
+    from deploy.lifecycle.prices import serverless_estimate
+
+    warm = serverless_estimate(
+        "us-east-1", memory_mb=1024, max_concurrency=4, provisioned_concurrency=2
+    )
+    assert "2 provisioned copies" in warm.describe()
+    assert "not in the price table" in warm.describe()
+    assert warm.to_dict()["provisioned_concurrency_priced"] is False
+    elsewhere = serverless_estimate(
+        "ap-south-1", memory_mb=1024, max_concurrency=4, provisioned_concurrency=None
+    )
+    assert elsewhere.per_second is None and elsewhere.hourly_max is None
+    assert "no price in the table for ap-south-1" in elsewhere.describe()
