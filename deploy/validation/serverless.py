@@ -28,6 +28,7 @@ import math
 from collections.abc import Iterator
 
 from deploy.config import DeploySettings
+from deploy.errors import ConfigError
 from deploy.repository import Model, Repository
 from deploy.repository.files import model_entries
 from deploy.validation.diagnostics import Diagnostic, error, warning
@@ -91,6 +92,12 @@ def serverless_diagnostics(
         found.extend(_payloads(model, file))
         found.extend(_queueing(model, file))
     return found
+
+
+def require_cpu_instance(settings: DeploySettings, *, where: str = "instance_type") -> None:
+    """The settings check of a serverless stage: ConfigError for a GPU instance type."""
+    for found in _instance_type(settings, where):
+        raise ConfigError(found.message, where=where, fix=found.fix)
 
 
 def model_bytes(model: Model) -> int:

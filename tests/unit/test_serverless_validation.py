@@ -12,6 +12,7 @@ from deploy.repository import load_repository
 from deploy.validation.serverless import (
     PAYLOAD_LIMIT_BYTES,
     START_WARNING_BYTES,
+    require_cpu_instance,
     serverless_diagnostics,
 )
 
@@ -72,6 +73,13 @@ def test_a_gpu_instance_type_is_an_error_naming_the_setting(tmp_path: Path) -> N
     assert (found.severity, found.file, found.field) == ("error", "cfg.toml", "instance_type")
     assert "CPU only" in found.message and "ml.g5.xlarge" in found.message
     assert "ml.m5.xlarge" in found.fix
+
+
+def test_the_settings_check_refuses_a_gpu_instance_type_by_name() -> None:
+    with pytest.raises(ConfigError, match="CPU only") as raised:
+        require_cpu_instance(load_settings(instance_type="ml.g4dn.xlarge"), where="--instance")
+    assert raised.value.where == "--instance" and "ml.m5.xlarge" in (raised.value.fix or "")
+    require_cpu_instance(load_settings(instance_type="ml.c5.large"))
 
 
 def test_kind_gpu_and_listed_gpus_are_errors_naming_the_config(tmp_path: Path) -> None:
