@@ -282,6 +282,11 @@ def load_settings(
         raise ConfigError(_describe(exc), where=str(path), fix="correct the named setting") from exc
 
 
+def settings_file(config_file: Path | None = None) -> Path:
+    """The file settings are read from (`DEPLOY_CONFIG`, else deploy.toml here)."""
+    return config_file or Path(os.environ.get(CONFIG_FILE_ENV, DEFAULT_CONFIG_FILE))
+
+
 def configured_value(
     field: str, *, stage: str | None = None, config_file: Path | None = None
 ) -> tuple[Any, str] | None:

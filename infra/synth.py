@@ -4,7 +4,8 @@ Stacks (named by `DeploySettings.stack_name`), in deployment order:
 
 - `model-store`: KMS key, model bucket (+ access-log bucket);
 - `network`: VPC, isolated subnets, VPC endpoints (their policies name the model-store
-  bucket), flow logs, endpoint security group;
+  bucket), flow logs, endpoint security group (not for serverless endpoints: they take
+  no VPC);
 - `endpoint`: execution role, Model/EndpointConfig/Endpoint, autoscaling, alarms, dashboard;
 - `api`: HTTP API + Lambda front door (when `infra.api` is on).
 """
@@ -13,8 +14,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
@@ -27,6 +30,7 @@ from infra.stacks.api import ApiStack
 from infra.stacks.endpoint import EndpointStack
 from infra.stacks.model_store import ModelStoreStack
 from infra.stacks.network import NetworkStack
+from infra.stacks.serverless_endpoint import ServerlessEndpointStack, cpu_instance_spec
 from infra.stacks.single_model_endpoint import SingleModelEndpointStack
 
 # Used when neither the settings nor the CDK CLI name an account: synth stays
@@ -69,32 +73,33 @@ def build_app(
         tags=tags,
         description=f"deploy {settings.stage}: model store for {settings.endpoint_name}",
     )
-    # The network's S3 endpoint policy names the model-store bucket: store first.
-    network = NetworkStack(
-        app,
-        settings.stack_name("network"),
-        vpc_id=settings.infra.vpc_id,
-        model_bucket=store.store.bucket,
-        env=env,
-        tags=tags,
-        description=f"deploy {settings.stage}: private network for {settings.endpoint_name}",
-    )
+    stacks: dict[str, cdk.Stack] = {"model-store": store}
+    placement: dict[str, Any] = {}
+    if mode.network:
+        # The network's S3 endpoint policy names the model-store bucket: store first.
+        network = NetworkStack(
+            app,
+            settings.stack_name("network"),
+            vpc_id=settings.infra.vpc_id,
+            model_bucket=store.store.bucket,
+            env=env,
+            tags=tags,
+            description=f"deploy {settings.stage}: private network for {settings.endpoint_name}",
+        )
+        stacks["network"] = network
+        placement["network"] = network.network
     endpoint = endpoint_stack(
         app,
         settings.stack_name("endpoint"),
         settings=settings,
-        network=network.network,
         store=store.store,
         env=env,
         tags=tags,
         description=f"deploy {settings.stage}: SageMaker Triton {mode.name} endpoint "
         f"{settings.endpoint_name}",
+        **placement,
     )
-    stacks: dict[str, cdk.Stack] = {
-        "model-store": store,
-        "network": network,
-        "endpoint": endpoint,
-    }
+    stacks["endpoint"] = endpoint
     # The front door sends TargetModel: only modes that address models that way have it.
     if settings.infra.api and mode.front_door:
         api = ApiStack(
@@ -113,14 +118,16 @@ def build_app(
     return StageApp(app, stacks)
 
 
-# The endpoint stack each hosting mode synthesizes (`HostingMode.endpoint_stack`).
-ENDPOINT_STACKS: dict[str, type[cdk.Stack]] = {
+# The endpoint stack each hosting mode synthesizes (`HostingMode.endpoint_stack`); a
+# mode without a network stack (`HostingMode.network`) gets no `network=` argument.
+ENDPOINT_STACKS: dict[str, Callable[..., cdk.Stack]] = {
     "multi-model": EndpointStack,
     "single-model": SingleModelEndpointStack,
+    "serverless": ServerlessEndpointStack,
 }
 
 
-def endpoint_stack_for(hosting: str, instance_type: str) -> type[cdk.Stack]:
+def endpoint_stack_for(hosting: str, instance_type: str) -> Callable[..., cdk.Stack]:
     """The endpoint stack class of a hosting mode, after the instance checks that fail
     before any construct exists."""
     from deploy.neuron.instances import is_inferentia, neuron_cores
@@ -132,7 +139,9 @@ def endpoint_stack_for(hosting: str, instance_type: str) -> type[cdk.Stack]:
             where="hosting",
             fix=f"use hosting {' or '.join(ENDPOINT_STACKS)}",
         )
-    if hosting != "multi-model" and is_inferentia(instance_type):
+    if hosting == "serverless":
+        cpu_instance_spec(instance_type)  # it picks the (CPU) image
+    elif hosting != "multi-model" and is_inferentia(instance_type):
         neuron_cores(instance_type)  # an unknown inf1 size fails here
     else:
         instance_spec(instance_type)

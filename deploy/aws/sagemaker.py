@@ -7,7 +7,7 @@ what is serving, and deletes endpoint configs that no stack owns any more.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from deploy.aws.session import AwsCallError, AwsSession, aws_call
 
@@ -16,11 +16,32 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class ServerlessConfig:
+    """A serverless variant's capacity (it has no instance type or count)."""
+
+    memory_mb: int
+    max_concurrency: int
+    provisioned_concurrency: int | None = None
+
+
+@dataclass(frozen=True)
 class Variant:
     name: str
-    instance_type: str
+    instance_type: str  # "" for a serverless variant
     desired_count: int
     current_count: int
+    serverless: ServerlessConfig | None = None
+
+
+def _serverless(config: Any) -> ServerlessConfig | None:
+    if not isinstance(config, dict) or "MemorySizeInMB" not in config:
+        return None
+    provisioned = config.get("ProvisionedConcurrency")
+    return ServerlessConfig(
+        memory_mb=int(config["MemorySizeInMB"]),
+        max_concurrency=int(config.get("MaxConcurrency", 0)),
+        provisioned_concurrency=int(provisioned) if provisioned is not None else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -60,13 +81,15 @@ class SageMaker:
                 return None
             raise
         config = self.endpoint_config(response["EndpointConfigName"])
-        types = {v.name: v.instance_type for v in config.variants} if config else {}
+        configured = {v.name: v for v in config.variants} if config else {}
         variants = tuple(
             Variant(
                 name=item["VariantName"],
-                instance_type=types.get(item["VariantName"], ""),
+                instance_type=getattr(configured.get(item["VariantName"]), "instance_type", ""),
                 desired_count=int(item.get("DesiredInstanceCount", 0)),
                 current_count=int(item.get("CurrentInstanceCount", 0)),
+                serverless=_serverless(item.get("CurrentServerlessConfig"))
+                or getattr(configured.get(item["VariantName"]), "serverless", None),
             )
             for item in response.get("ProductionVariants", [])
         )
@@ -94,6 +117,7 @@ class SageMaker:
                     instance_type=str(item.get("InstanceType", "")),
                     desired_count=int(item.get("InitialInstanceCount", 0)),
                     current_count=0,
+                    serverless=_serverless(item.get("ServerlessConfig")),
                 )
                 for item in response["ProductionVariants"]
             ),

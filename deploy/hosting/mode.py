@@ -6,8 +6,13 @@ A mode is composed of parts, not subclassed:
   limits), run before anything is packaged or changed;
 - `layout`: packaging, the plan's diff, the store keys, the published manifest
   (`deploy.hosting.layout.Layout`);
+- `check_repository`: the mode's own rules for the models (diagnostics naming the
+  file and field), run with the repository rules;
 - `endpoint_stack`: which endpoint stack the CDK app synthesizes (`infra/stacks`
-  registers one per name), and `front_door`: whether the HTTP API applies;
+  registers one per name), `front_door`: whether the HTTP API applies, and
+  `network`: whether the endpoint runs in the stage's VPC (the network stack);
+- `capacity` and `estimate`: what the endpoint runs on (instances, or serverless
+  memory and concurrency), as the plan compares it, and its price;
 - `addressing` (from the manifest contract): how the SDK and the smoke test name
   a model: SageMaker's TargetModel, or the router's request parameter.
 
@@ -27,14 +32,52 @@ from deploy.hosting.layout import Layout, StagePackage
 
 if TYPE_CHECKING:
     from deploy.config import DeploySettings
+    from deploy.lifecycle.plan import InfraSpec
+    from deploy.lifecycle.prices import Cost
+    from deploy.repository import Repository
+    from deploy.validation.diagnostics import Diagnostic
 
 SettingsCheck = Callable[["DeploySettings"], None]
+# The mode's rules for a repository's models: (settings, repository, settings file).
+RepositoryCheck = Callable[["DeploySettings", "Repository", str], Sequence["Diagnostic"]]
+Capacity = Callable[["DeploySettings"], "InfraSpec"]
+Estimate = Callable[["DeploySettings", "InfraSpec"], "Cost"]
 # Warnings about a package on this mode (e.g. a start-up budget), shown with the plan.
 PackageCheck = Callable[["DeploySettings", StagePackage], Sequence[str]]
 
 
 def no_package_warnings(settings: DeploySettings, package: StagePackage) -> Sequence[str]:
     return ()
+
+
+def no_repository_rules(
+    settings: DeploySettings, repository: Repository, settings_file: str
+) -> Sequence[Diagnostic]:
+    return ()
+
+
+def instance_capacity(settings: DeploySettings) -> InfraSpec:
+    """Instances: the type and the autoscaling bounds."""
+    from deploy.lifecycle.plan import InfraSpec
+
+    return InfraSpec(
+        instance_type=settings.instance_type,
+        initial_instance_count=settings.infra.initial_instance_count,
+        min_instance_count=settings.infra.min_instance_count,
+        max_instance_count=settings.infra.max_instance_count,
+    )
+
+
+def hourly_estimate(settings: DeploySettings, desired: InfraSpec) -> Cost:
+    """Instances: the hourly price between the scaling bounds."""
+    from deploy.lifecycle.prices import estimate
+
+    return estimate(
+        settings.region,
+        desired.instance_type,
+        min_instances=desired.min_instance_count,
+        max_instances=desired.max_instance_count,
+    )
 
 
 @dataclass(frozen=True)
@@ -46,6 +89,10 @@ class HostingMode:
     endpoint_stack: str  # the endpoint stack `infra` synthesizes for this mode
     front_door: bool = False  # the HTTP API front door (it sends TargetModel) applies
     check_package: PackageCheck = no_package_warnings
+    check_repository: RepositoryCheck = no_repository_rules
+    network: bool = True  # the endpoint runs in the stage's VPC (serverless takes none)
+    capacity: Capacity = instance_capacity
+    estimate: Estimate = hourly_estimate
 
     @property
     def addressing(self) -> str:

@@ -86,6 +86,7 @@ class RouterLayout:
 
     folder: str  # e.g. "inf1/": the store folder, and the package directory's subfolder
     name: str = "router"
+    hosting: str = contract.SINGLE_MODEL  # the manifest's hosting (how the SDK's limits apply)
 
     @property
     def manifest_key(self) -> str:
@@ -101,13 +102,13 @@ class RouterLayout:
         """One reproducible model.tar.gz (every model + the router) and its manifest."""
         from deploy.neuron.package import package_single_model
 
-        package_single_model(repository, out)
+        package_single_model(repository, out, hosting=self.hosting)
         return self.read_package(out)
 
     def read_package(self, out: Path) -> StagePackage:
         path = out / contract.MANIFEST_NAME
         fix = (
-            "run `deploy package --hosting single-model REPO --out DIR` (or `deploy up` "
+            f"run `deploy package --hosting {self.hosting} REPO --out DIR` (or `deploy up` "
             "without skipping packaging)"
         )
         try:

@@ -39,7 +39,7 @@ from deploy.lifecycle.aws_clients import AwsClients, aws_clients
 from deploy.lifecycle.aws_stage import AwsStage, StoreLocation
 from deploy.lifecycle.cdk_cli import IMAGE, provision_with_cdk_cli, require_tools
 from deploy.lifecycle.operations import StageOperations
-from deploy.lifecycle.plan import InfraSpec, diff_infra
+from deploy.lifecycle.plan import InfraSpec, ServerlessSpec, diff_infra
 from deploy.lifecycle.provider import DataPlane, EndpointView, InfraPlan, Reporter, UploadOutcome
 from deploy.lifecycle.rollout import Rollout, RolloutFailedError, failure_reason, say
 from deploy.lifecycle.templates import (
@@ -243,6 +243,19 @@ class AwsProvider:
         if state is None or not state.variants:
             return None
         variant = state.variants[0]
+        if variant.serverless is not None:
+            # No instances to count: memory and concurrency are what the plan compares.
+            return InfraSpec(
+                instance_type=variant.instance_type,
+                initial_instance_count=0,
+                min_instance_count=0,
+                max_instance_count=0,
+                serverless=ServerlessSpec(
+                    memory_mb=variant.serverless.memory_mb,
+                    max_concurrency=variant.serverless.max_concurrency,
+                    provisioned_concurrency=variant.serverless.provisioned_concurrency,
+                ),
+            )
         bounds = self.resources.bounds(state.name, variant.name)
         config = self.sagemaker.endpoint_config(state.config_name)
         initial = config.variants[0].desired_count if config and config.variants else 0

@@ -64,6 +64,12 @@ class StageOperations:
                 "instance_count": variant.current_count if variant else 0,
                 "failure_reason": state.failure_reason,
             }
+            if variant is not None and variant.serverless is not None:
+                result["endpoint"]["serverless"] = {
+                    "memory_mb": variant.serverless.memory_mb,
+                    "max_concurrency": variant.serverless.max_concurrency,
+                    "provisioned_concurrency": variant.serverless.provisioned_concurrency,
+                }
             if variant is not None:
                 bounds = stage.bounds(state.name, variant.name)
                 if bounds is not None:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from deploy.errors import ConfigError
 from deploy.hosting.changes import ArchiveChange, ModelAction, ModelChange
 from deploy.hosting.per_model import ArchiveEntry, diff_models, manifest_entries
-from deploy.lifecycle.prices import CostEstimate
+from deploy.lifecycle.prices import Cost
 
 __all__ = [
     "NEEDS_CREDENTIALS",
@@ -25,6 +25,7 @@ __all__ = [
     "ModelAction",
     "ModelChange",
     "Plan",
+    "ServerlessSpec",
     "diff_infra",
     "diff_models",
     "manifest_entries",
@@ -43,15 +44,35 @@ NEEDS_CREDENTIALS = (
 
 
 @dataclass(frozen=True)
+class ServerlessSpec:
+    """A serverless endpoint's capacity: memory per copy and concurrent copies."""
+
+    memory_mb: int
+    max_concurrency: int
+    provisioned_concurrency: int | None = None
+
+
+@dataclass(frozen=True)
 class InfraSpec:
-    """What the endpoint should run on."""
+    """What the endpoint should run on: instances, or (`serverless`) serverless capacity.
+
+    A serverless endpoint has no instances: its spec compares the serverless
+    settings, and `instance_type` only names the image's processor.
+    """
 
     instance_type: str
     initial_instance_count: int
     min_instance_count: int
     max_instance_count: int
+    serverless: ServerlessSpec | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        if self.serverless is not None:
+            return {
+                "serverless_memory_mb": self.serverless.memory_mb,
+                "serverless_max_concurrency": self.serverless.max_concurrency,
+                "serverless_provisioned_concurrency": self.serverless.provisioned_concurrency,
+            }
         return {
             "instance_type": self.instance_type,
             "initial_instance_count": self.initial_instance_count,
@@ -79,7 +100,7 @@ class Plan:
     infra_action: InfraAction
     infra: tuple[InfraChange, ...]
     resources: tuple[dict[str, str], ...]  # provider-specific resource changes
-    cost: CostEstimate | None
+    cost: Cost | None
     hosting: str = "multi-model"
     archive: ArchiveChange | None = None  # router layouts only (one archive)
     region: str | None = None  # AWS: the region and where it came from
@@ -168,7 +189,8 @@ class Plan:
 def diff_infra(current: InfraSpec | None, desired: InfraSpec) -> tuple[InfraChange, ...]:
     changes = []
     for key, after in desired.to_dict().items():
-        before = None if current is None else current.to_dict()[key]
+        # A key missing from the current spec (instances before, serverless after) is new.
+        before = None if current is None else current.to_dict().get(key)
         if before != after:
             changes.append(InfraChange(key, None if before is None else str(before), str(after)))
     return tuple(changes)

@@ -175,3 +175,7 @@ def serverless_estimate(
         as_of=str(table["as_of"]),
         source=str(table["source"]).split(" ", 1)[0],
     )
+
+
+# What a plan's price is: hourly for instances, per second of inference for serverless.
+Cost = CostEstimate | ServerlessCostEstimate

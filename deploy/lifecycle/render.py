@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from deploy.lifecycle.plan import Plan
+from deploy.lifecycle.prices import ServerlessCostEstimate
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -28,6 +29,7 @@ def size(nbytes: int) -> str:
 
 
 def render_plan(plan: Plan, out: Console) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     where = plan.provider
@@ -90,6 +92,8 @@ def render_plan(plan: Plan, out: Console) -> None:
         out.print("infrastructure: no change")
     if plan.cost is not None:
         out.print(f"estimated cost: {plan.cost.describe()}")
+    for note in plan.notes:
+        out.print(f"[yellow]note[/]: {escape(note)}")
 
 
 def _render_single_model(plan: Plan, out: Console) -> None:
@@ -104,15 +108,20 @@ def _render_single_model(plan: Plan, out: Console) -> None:
         f"{size(archive.bytes)}; {upload}"
         + (f"\n  was {archive.previous_key}" if state == "new" and archive.previous_key else "")
     )
-    spec = {item.setting: item.after for item in plan.infra}
-    instance = spec.get("instance_type") or (plan.cost.instance_type if plan.cost else "")
-    counts = ""
-    if plan.cost is not None:
-        counts = f", {plan.cost.min_instances}-{plan.cost.max_instances} instance(s)"
-    out.print(
-        f"hosting: single-model endpoint on {instance}{counts} "
-        "(router + every model; SageMaker has no multi-model endpoints on inf1)"
-    )
+    if isinstance(plan.cost, ServerlessCostEstimate):
+        cost = plan.cost
+        warm = f", {cost.provisioned_concurrency} kept warm" if cost.provisioned_concurrency else ""
+        out.print(
+            f"hosting: serverless endpoint, {cost.memory_mb} MB per copy, up to "
+            f"{cost.max_concurrency} concurrent{warm} (router + every model, CPU)"
+        )
+    else:
+        spec = {item.setting: item.after for item in plan.infra}
+        instance = spec.get("instance_type") or (plan.cost.instance_type if plan.cost else "")
+        counts = ""
+        if plan.cost is not None:
+            counts = f", {plan.cost.min_instances}-{plan.cost.max_instances} instance(s)"
+        out.print(f"hosting: {plan.hosting} endpoint on {instance}{counts} (router + every model)")
 
 
 def render_status(document: dict[str, Any], out: Console) -> None:
@@ -126,9 +135,16 @@ def render_status(document: dict[str, Any], out: Console) -> None:
     endpoint = document.get("endpoint")
     if endpoint:
         scaling = document.get("scaling") or {}
+        serverless = endpoint.get("serverless")
+        capacity = (
+            f"serverless, {serverless['memory_mb']} MB, up to {serverless['max_concurrency']} "
+            "concurrent"
+            if serverless
+            else f"{endpoint['instance_count']} x {endpoint['instance_type']}"
+        )
         out.print(
             f"endpoint [bold]{endpoint['name']}[/] {endpoint['status']}: variant "
-            f"{endpoint['variant']}, {endpoint['instance_count']} x {endpoint['instance_type']}"
+            f"{endpoint['variant']}, {capacity}"
             + (f", scaling {scaling['min']}-{scaling['max']}" if scaling else "")
         )
     metrics = document.get("metrics")

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from deploy.config import DeploySettings
+from deploy.config import DeploySettings, settings_file
 from deploy.errors import ConfigError, ValidationFailedError
 from deploy.hosting import HostingMode, StagePackage, StoredFile, mode_for
 from deploy.lifecycle.plan import InfraSpec, Plan
-from deploy.lifecycle.prices import estimate
 from deploy.lifecycle.provider import (
     EndpointView,
     InfraPlan,
@@ -25,13 +24,9 @@ from deploy.lifecycle.provider import (
 from deploy.lifecycle.smoke import SmokeResult, raise_for_failures, smoke_test
 
 
-def desired_infra(settings: DeploySettings) -> InfraSpec:
-    return InfraSpec(
-        instance_type=settings.instance_type,
-        initial_instance_count=settings.infra.initial_instance_count,
-        min_instance_count=settings.infra.min_instance_count,
-        max_instance_count=settings.infra.max_instance_count,
-    )
+def desired_infra(settings: DeploySettings, mode: HostingMode | None = None) -> InfraSpec:
+    """What the endpoint should run on, as the stage's hosting mode sizes it."""
+    return (mode or mode_for(settings)).capacity(settings)
 
 
 def validate(
@@ -48,13 +43,18 @@ def validate(
     For ml.inf1 the repository rules include NeuronCore planning for the size
     (ranges inside the instance's cores, no two models sharing one).
     """
+    mode = mode or mode_for(settings)
     if instance:
-        (mode or mode_for(settings)).check_settings(settings)
+        mode.check_settings(settings)
     if models:
-        _validate_repository(repository, settings.instance_type if instance else None)
+        _validate_repository(
+            repository, settings.instance_type if instance else None, settings, mode
+        )
 
 
-def _validate_repository(repository: Path, instance_type: str | None) -> None:
+def _validate_repository(
+    repository: Path, instance_type: str | None, settings: DeploySettings, mode: HostingMode
+) -> None:
     if not repository.is_dir():
         raise ConfigError(
             "model repository not found",
@@ -63,7 +63,12 @@ def _validate_repository(repository: Path, instance_type: str | None) -> None:
         )
     from deploy.validation import validate_repository
 
-    report = validate_repository(repository, instance_type=instance_type)
+    where = str(settings_file())
+    report = validate_repository(
+        repository,
+        instance_type=instance_type,
+        extra_rules=[lambda loaded: mode.check_repository(settings, loaded, where)],
+    )
     if report.errors:
         first = report.errors[0]
         more = f" (and {len(report.errors) - 1} more)" if len(report.errors) > 1 else ""
@@ -102,16 +107,7 @@ def plan(
     diff = mode.layout.diff(package, published, stored)
     infra = provider.plan_infra(desired)
     on_aws = provider.name == "aws"
-    cost = (
-        estimate(
-            settings.region,
-            desired.instance_type,
-            min_instances=desired.min_instance_count,
-            max_instances=desired.max_instance_count,
-        )
-        if on_aws
-        else None
-    )
+    cost = mode.estimate(settings, desired) if on_aws else None
     return (
         Plan(
             stage=settings.stage,

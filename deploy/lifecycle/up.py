@@ -105,7 +105,7 @@ def up(
     else:
         reporter.stage("package", f"{repository} -> {folder} ({mode.layout.describe()})")
         package = stages.package(mode, repository, package_dir, progress=reporter.package_progress)
-    desired = stages.desired_infra(settings)
+    desired = stages.desired_infra(settings, mode)
     _planning(reporter, provider)
     the_plan, infra = stages.plan(settings, planner, mode, package, desired)
     if offline is not None:

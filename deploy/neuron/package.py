@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from deploy.client.manifest import MANIFEST_NAME, ArchiveRef, dump
+from deploy.client.manifest import MANIFEST_NAME, SINGLE_MODEL, ArchiveRef, dump
 from deploy.errors import NeuronError
 from deploy.neuron.router import (
     DEFAULT_ROUTER_INSTANCES,
@@ -76,8 +76,11 @@ def package_single_model(
     *,
     router: str = ROUTER_NAME,
     router_instances: int = DEFAULT_ROUTER_INSTANCES,
+    hosting: str = SINGLE_MODEL,
 ) -> dict[str, Any]:
-    """Write `out/model.tar.gz` and `out/manifest.json`; returns the manifest."""
+    """Write `out/model.tar.gz` and `out/manifest.json`; returns the manifest.
+
+    `hosting` is the manifest's (any mode that serves the router layout)."""
     from deploy.packaging.archive import write_archive
     from deploy.packaging.atomic import atomic_file, atomic_write_bytes
 
@@ -91,7 +94,7 @@ def package_single_model(
         except OSError as exc:
             raise NeuronError(f"cannot write the archive: {exc}", where=str(out)) from exc
         digests = model_digests(entries, [model.name for model in models])
-    routed = router_manifest(models, router=router)
+    routed = router_manifest(models, router=router, hosting=hosting)
     manifest = dataclasses.replace(
         routed,
         models={

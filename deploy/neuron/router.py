@@ -218,14 +218,17 @@ def stage_layout(
     return models
 
 
-def router_manifest(models: list[RoutedModel], *, router: str = ROUTER_NAME) -> Manifest:
-    """The manifest for the SDK: hosting single-model, one entry per routable model."""
+def router_manifest(
+    models: list[RoutedModel], *, router: str = ROUTER_NAME, hosting: str = SINGLE_MODEL
+) -> Manifest:
+    """The manifest for the SDK: one entry per routable model, hosting single-model
+    (or another mode that serves the router layout)."""
 
     def tensors(items: tuple[Tensor, ...]) -> tuple[TensorSpec, ...]:
         return tuple(TensorSpec(t.name, t.datatype, t.shape) for t in items)
 
     return Manifest(
-        SINGLE_MODEL,
+        hosting,
         {
             model.name: ModelInfo(
                 name=model.name,

@@ -94,6 +94,21 @@ def serverless_diagnostics(
     return found
 
 
+def package_findings(
+    model_sizes: dict[str, int],
+    archive_bytes: int,
+    settings: DeploySettings,
+    *,
+    settings_file: str,
+) -> list[Diagnostic]:
+    """Memory and start-budget findings for a package: its models' bytes and the
+    archive's size (what a copy downloads before it can answer)."""
+    return [
+        *_memory(model_sizes, settings, settings_file),
+        *_start_budget(model_sizes, settings_file, archive_bytes),
+    ]
+
+
 def require_cpu_instance(settings: DeploySettings, *, where: str = "instance_type") -> None:
     """The settings check of a serverless stage: ConfigError for a GPU instance type."""
     for found in _instance_type(settings, where):

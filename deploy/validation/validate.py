@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from deploy.repository import (
@@ -18,12 +19,17 @@ from deploy.validation.registry import MODEL_RULES, REPOSITORY_RULES, Context
 
 
 def validate_repository(
-    repo: Path, *, instance_type: str | None = None, show_configs: bool = False
+    repo: Path,
+    *,
+    instance_type: str | None = None,
+    show_configs: bool = False,
+    extra_rules: Sequence[Callable[[Repository], Iterable[Diagnostic]]] = (),
 ) -> Report:
     """Check `repo` offline; RepositoryError only if it cannot be read at all.
 
     `show_configs` adds each model's effective config (as read, inferred or
-    completed by `auto_complete_config`) to the report.
+    completed by `auto_complete_config`) to the report. `extra_rules` run once
+    over the repository as read (a hosting mode's own rules).
     """
     repository = load_repository(repo)
     context = Context(repository=repository, instance_type=instance_type)
@@ -35,6 +41,8 @@ def validate_repository(
             found.extend(model_check(context, model))
     for repository_check in REPOSITORY_RULES:
         found.extend(repository_check(context))
+    for extra in extra_rules:
+        found.extend(extra(repository))
     unique = list(dict.fromkeys(found))
     unique.sort(key=lambda d: (d.model, d.severity != "error", d.file, d.field, d.message))
     return Report(

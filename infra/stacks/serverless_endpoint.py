@@ -27,7 +27,20 @@ from infra.constructs.serverless_endpoint import (
 )
 from infra.constructs.serverless_monitoring import ServerlessAlarms, ServerlessDashboard
 from infra.errors import InfraConfigError
-from infra.instances import instance_spec, triton_image_uri
+from infra.instances import InstanceSpec, instance_spec, triton_image_uri
+
+
+def cpu_instance_spec(instance_type: str) -> InstanceSpec:
+    """The stage's instance type, which only picks the image here: a GPU one is refused."""
+    spec = instance_spec(instance_type)
+    if spec.has_gpu:
+        raise InfraConfigError(
+            f"{instance_type} has a GPU, but SageMaker serverless endpoints run on CPU only",
+            where="instance_type",
+            fix="set instance_type to a CPU type (e.g. ml.m5.xlarge; a serverless stage "
+            "uses it only to pick the CPU image), or use hosting multi-model or async for GPUs",
+        )
+    return spec
 
 
 class ServerlessEndpointStack(Stack):
@@ -42,16 +55,7 @@ class ServerlessEndpointStack(Stack):
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         infra = settings.infra
-        spec = instance_spec(settings.instance_type)
-        if spec.has_gpu:
-            # The instance type picks the image only (GPU or -cpu tag); serverless is CPU.
-            raise InfraConfigError(
-                f"{settings.instance_type} has a GPU, but SageMaker serverless endpoints run "
-                "on CPU only",
-                where="instance_type",
-                fix="set instance_type to a CPU type (e.g. ml.m5.xlarge; a serverless stage "
-                "uses it only to pick the CPU image), or use hosting multi-model/async for GPUs",
-            )
+        spec = cpu_instance_spec(settings.instance_type)
         image_uri = triton_image_uri(
             region=settings.region, version=infra.triton_version, instance_type=spec.instance_type
         )

@@ -21,13 +21,14 @@ from aws_cdk import assertions
 from deploy.config import DeploySettings, load_settings
 from deploy.errors import DeployError
 from infra.nag import REVIEWED
+from infra.synth import synthesize
 
 pytestmark = [pytest.mark.cdk, pytest.mark.slow]
 Match = assertions.Match
-ROOT = Path(__file__).resolve().parents[2]
 CPU_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/sagemaker-tritonserver:24.09-py3-cpu"
 DEPLOY_TOML = """
 [stages.sls]
+hosting = "serverless"
 endpoint_name = "triton-sls"
 instance_type = "ml.m5.xlarge"
 region = "us-east-1"
@@ -61,34 +62,8 @@ class Stage:
 
 
 def synth_serverless(settings: DeploySettings, outdir: Path) -> dict[str, Path]:
-    """Model store + serverless endpoint, nag on, as the CDK app composes a stage."""
-    import aws_cdk as cdk
-    from cdk_nag import AwsSolutionsChecks
-
-    from infra.stacks.model_store import ModelStoreStack
-    from infra.stacks.serverless_endpoint import ServerlessEndpointStack
-
-    context = json.loads((ROOT / "cdk.json").read_text(encoding="utf-8"))["context"]
-    app = cdk.App(outdir=str(outdir), context=context)
-    env = cdk.Environment(account="000000000000", region=settings.region)
-    store = ModelStoreStack(
-        app,
-        settings.stack_name("model-store"),
-        prefix=settings.infra.model_prefix,
-        endpoint_name=settings.endpoint_name,
-        bucket_name=settings.infra.model_bucket_name,
-        kms_key_arn=settings.infra.kms_key_arn,
-        env=env,
-    )
-    endpoint = ServerlessEndpointStack(
-        app, settings.stack_name("endpoint"), settings=settings, store=store.store, env=env
-    )
-    cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
-    assembly = app.synth()
-    return {
-        stack.stack_name: Path(assembly.get_stack_by_name(stack.stack_name).template_full_path)
-        for stack in (store, endpoint)
-    }
+    """The stage as the CDK app composes it (`-c hosting=serverless`), nag on."""
+    return synthesize(settings.model_copy(update={"hosting": "serverless"}), outdir)
 
 
 def _stage(name: str, tmp: pytest.TempPathFactory) -> Stage:

@@ -61,7 +61,7 @@ def test_each_mode_checks_the_instance_it_is_given() -> None:
         mode_named("single-model").check_settings(load_settings(instance_type="ml.inf2.xlarge"))
 
 
-@pytest.mark.parametrize("name", ["async", "serverless"])
+@pytest.mark.parametrize("name", ["async"])
 def test_modes_not_in_this_version_are_refused_before_anything_runs(name: str) -> None:
     with pytest.raises(ConfigError, match=f"hosting '{name}' is not available") as raised:
         mode_named(name).check_settings(load_settings(hosting=name))
@@ -109,3 +109,47 @@ def test_deploy_package_with_a_router_mode_writes_one_archive_and_its_manifest(
     assert sorted(manifest.models) == ["classifier_batched", "classifier_single"]
     unknown = CliRunner().invoke(app, ["package", str(repo), "--out", str(out), "--hosting", "mme"])
     assert unknown.exit_code == 1 and "unknown hosting 'mme'" in unknown.output
+
+
+def test_serverless_takes_cpu_instances_only_and_no_network() -> None:
+    mode = mode_named("serverless")
+    mode.check_settings(load_settings(instance_type="ml.m5.xlarge", hosting="serverless"))
+    with pytest.raises(ConfigError, match="CPU only") as raised:
+        mode.check_settings(load_settings(instance_type="ml.g5.xlarge", hosting="serverless"))
+    assert raised.value.where == "instance_type (--instance)"
+    assert not mode.network and mode_named("multi-model").network
+
+
+def test_serverless_capacity_and_price_are_memory_and_concurrency() -> None:
+    settings = load_settings(
+        instance_type="ml.m5.xlarge",
+        hosting="serverless",
+        infra={"serverless_memory_mb": 4096, "serverless_max_concurrency": 10},
+    )
+    mode = mode_for(settings)
+    desired = mode.capacity(settings)
+    assert desired.to_dict() == {
+        "serverless_memory_mb": 4096,
+        "serverless_max_concurrency": 10,
+        "serverless_provisioned_concurrency": None,
+    }
+    cost = mode.estimate(settings, desired).to_dict()
+    assert cost["hosting"] == "serverless" and cost["memory_mb"] == 4096
+    # The instance modes keep their instance spec and hourly price.
+    instances = mode_named("multi-model").capacity(settings)
+    assert instances.to_dict()["instance_type"] == "ml.m5.xlarge"
+    assert mode_named("multi-model").estimate(settings, instances).to_dict()["hourly_min_usd"]
+
+
+def test_a_change_of_capacity_is_a_planned_change() -> None:
+    from deploy.lifecycle.plan import diff_infra
+
+    before = mode_named("multi-model").capacity(load_settings(instance_type="ml.m5.xlarge"))
+    settings = load_settings(instance_type="ml.m5.xlarge", hosting="serverless")
+    after = mode_named("serverless").capacity(settings)
+    # From instances to serverless: every serverless setting is new.
+    assert [(c.setting, c.before, c.after) for c in diff_infra(before, after)] == [
+        ("serverless_memory_mb", None, "2048"),
+        ("serverless_max_concurrency", None, "5"),
+    ]
+    assert diff_infra(after, after) == ()
