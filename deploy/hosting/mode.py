@@ -91,6 +91,9 @@ class HostingMode:
     check_package: PackageCheck = no_package_warnings
     check_repository: RepositoryCheck = no_repository_rules
     network: bool = True  # the endpoint runs in the stage's VPC (serverless takes none)
+    # Models run on `instance_type` (its GPUs are what instance groups may use); a
+    # serverless endpoint has no instances (its instance type only picks the image).
+    on_instances: bool = True
     capacity: Capacity = instance_capacity
     estimate: Estimate = hourly_estimate
 

@@ -111,6 +111,7 @@ MODE = HostingMode(
     check_package=package_notes,
     check_repository=repository_rules,
     network=False,
+    on_instances=False,
     capacity=capacity,
     estimate=estimate,
 )

@@ -47,9 +47,8 @@ def validate(
     if instance:
         mode.check_settings(settings)
     if models:
-        _validate_repository(
-            repository, settings.instance_type if instance else None, settings, mode
-        )
+        on = settings.instance_type if instance and mode.on_instances else None
+        _validate_repository(repository, on, settings, mode)
 
 
 def _validate_repository(
