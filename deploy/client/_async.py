@@ -145,7 +145,8 @@ class AsyncEndpoint:
         if not self._manifest.loaded:
             # Discovery and S3 reads are blocking boto3 calls; keep them off the loop.
             await asyncio.to_thread(self._manifest.get)
-        chosen = route(model, target_model, self._manifest.get(), self._manifest.reason)
+        manifest = self._manifest.get()
+        chosen = route(model, target_model, manifest, self._manifest.reason)
         return prepare(
             chosen,
             inputs,
@@ -154,6 +155,7 @@ class AsyncEndpoint:
             parameters=parameters,
             max_payload_bytes=self.max_payload_bytes,
             endpoint=self.name,
+            hosting=manifest.hosting if manifest is not None else None,
         )
 
     async def _send(self, prepared: Prepared) -> InferResult:

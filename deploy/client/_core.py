@@ -25,10 +25,14 @@ from deploy.client._manifest import (
 )
 from deploy.client._result import InferResult
 from deploy.client._validate import check_input_names, check_outputs, check_payload, check_shape
-from deploy.client.manifest import ROUTER, ROUTER_PARAMETER
+from deploy.client.manifest import ASYNC, ROUTER, ROUTER_PARAMETER, SERVERLESS
 
 # SageMaker real-time InvokeEndpoint accepts at most 6 MB of payload.
 DEFAULT_MAX_PAYLOAD = 6 * 1024 * 1024
+# Serverless endpoints take at most 4 MB per request (and response); asynchronous
+# endpoints take request bodies of up to 1 GB through S3.
+SERVERLESS_MAX_PAYLOAD = 4 * 1024 * 1024
+ASYNC_MAX_PAYLOAD = 1024**3
 _ARCHIVE_SUFFIX = ".tar.gz"
 # Where the local endpoint (`deploy serve`) serves its store's manifest; SageMaker's
 # runtime has no such path, so elsewhere the GET simply fails and names stay unresolved.
@@ -218,8 +222,10 @@ def prepare(
     parameters: Mapping[str, Any] | None,
     max_payload_bytes: int,
     endpoint: str,
+    hosting: str | None = None,
 ) -> Prepared:
-    """Encode and check one request."""
+    """Encode and check one request against the endpoint's limit (`max_payload_bytes`,
+    lowered to 4 MB when the manifest's `hosting` is serverless)."""
     info = chosen.info
     if info is not None:
         check_input_names(info, inputs.keys())
@@ -238,7 +244,18 @@ def prepare(
     merged = {**(parameters or {}), **chosen.parameters}
     request = encode_request(encoded, wanted, class_count=class_count, parameters=merged)
     where = f"endpoint {endpoint!r}, model {chosen.model!r}"
-    check_payload(len(request.body), max_payload_bytes, where)
+    if hosting == SERVERLESS:
+        limit = min(max_payload_bytes, SERVERLESS_MAX_PAYLOAD)
+        check_payload(
+            len(request.body),
+            limit,
+            where,
+            hosting=SERVERLESS,
+            alternative=ASYNC,
+            alternative_limit=ASYNC_MAX_PAYLOAD,
+        )
+    else:
+        check_payload(len(request.body), max_payload_bytes, where)
     return Prepared(chosen, request, wanted)
 
 

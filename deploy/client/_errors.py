@@ -42,16 +42,34 @@ class InvalidInputError(ClientError):
 
 
 class PayloadTooLargeError(InvalidInputError):
-    """The encoded request is larger than the endpoint accepts."""
+    """The encoded request is larger than the endpoint accepts.
 
-    def __init__(self, size: int, limit: int, *, where: str | None = None) -> None:
-        super().__init__(
-            f"request payload is {size} bytes, over the endpoint's limit of {limit} bytes",
-            where=where,
-            fix="send a smaller batch, or raise max_payload_bytes if the endpoint allows more",
-        )
+    `hosting` names the endpoint's hosting mode when known; `alternative` the
+    mode that takes a request of this size, up to `alternative_limit` bytes.
+    """
+
+    def __init__(
+        self,
+        size: int,
+        limit: int,
+        *,
+        where: str | None = None,
+        hosting: str | None = None,
+        alternative: str | None = None,
+        alternative_limit: int | None = None,
+    ) -> None:
+        whose = f"the {hosting} endpoint's" if hosting else "the endpoint's"
+        message = f"request payload is {size} bytes, over {whose} limit of {limit} bytes"
+        fix = "send a smaller batch, or raise max_payload_bytes if the endpoint allows more"
+        if alternative is not None and (alternative_limit is None or size <= alternative_limit):
+            message += f"; hosting {alternative!r} takes requests up to {alternative_limit} bytes"
+            fix = f'send a smaller batch, or deploy the models with hosting = "{alternative}"'
+        super().__init__(message, where=where, fix=fix)
         self.size = size
         self.limit = limit
+        self.hosting = hosting
+        self.alternative = alternative
+        self.alternative_limit = alternative_limit
 
 
 class ManifestError(ClientError):

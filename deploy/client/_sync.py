@@ -152,7 +152,8 @@ class Endpoint:
         class_count: int | None,
         parameters: Mapping[str, Any] | None,
     ) -> Prepared:
-        chosen = route(model, target_model, self._manifest.get(), self._manifest.reason)
+        manifest = self._manifest.get()
+        chosen = route(model, target_model, manifest, self._manifest.reason)
         return prepare(
             chosen,
             inputs,
@@ -161,6 +162,7 @@ class Endpoint:
             parameters=parameters,
             max_payload_bytes=self.max_payload_bytes,
             endpoint=self.name,
+            hosting=manifest.hosting if manifest is not None else None,
         )
 
     def _send(self, prepared: Prepared) -> InferResult:

@@ -74,6 +74,21 @@ def check_outputs(info: ModelInfo, outputs: Sequence[str]) -> None:
             )
 
 
-def check_payload(size: int, limit: int, where: str) -> None:
+def check_payload(
+    size: int,
+    limit: int,
+    where: str,
+    *,
+    hosting: str | None = None,
+    alternative: str | None = None,
+    alternative_limit: int | None = None,
+) -> None:
     if size > limit:
-        raise PayloadTooLargeError(size, limit, where=where)
+        raise PayloadTooLargeError(
+            size,
+            limit,
+            where=where,
+            hosting=hosting,
+            alternative=alternative,
+            alternative_limit=alternative_limit,
+        )
