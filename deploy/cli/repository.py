@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from deploy.cli.flags import HostingOption
+from deploy.cli.flags import HostingOption, StageOption
 from deploy.cli.output import console, emit_json, interactive
 from deploy.errors import ValidationFailedError
 
@@ -41,15 +41,33 @@ def validate(
             "by a python model's auto_complete_config).",
         ),
     ] = False,
+    hosting: HostingOption = None,
+    stage: StageOption = None,
 ) -> None:
-    """Check a model repository offline: errors exit 1, warnings exit 0."""
+    """Check a model repository offline: errors exit 1, warnings exit 0.
+
+    With --hosting, the mode's own rules too (serverless: CPU only, memory, payload
+    and call limits, with the stage's settings from deploy.toml)."""
     from deploy.validation import validate_repository
 
     if instance is not None:
         from deploy.instance_types import require_instance_type
 
         require_instance_type(instance, where="--instance")
-    report = validate_repository(repo, instance_type=instance, show_configs=show_config)
+    extra_rules = []
+    if hosting is not None:
+        from deploy.config import load_settings, settings_file
+        from deploy.hosting import mode_named
+
+        mode = mode_named(hosting)
+        settings = load_settings(stage=stage, instance_type=instance, hosting=hosting)
+        where = str(settings_file())
+        extra_rules.append(lambda repository: mode.check_repository(settings, repository, where))
+        if not mode.on_instances:
+            instance = None  # no instances: its GPUs are not what instance groups get
+    report = validate_repository(
+        repo, instance_type=instance, show_configs=show_config, extra_rules=extra_rules
+    )
     if as_json:
         emit_json(report.as_dict())
     else:

@@ -48,12 +48,9 @@ def repository_rules(
 ) -> Sequence[Diagnostic]:
     from deploy.validation.serverless import serverless_diagnostics
 
-    # The instance type was checked with the settings (`cpu_instance`).
-    return [
-        found
-        for found in serverless_diagnostics(repository, settings, settings_file=settings_file)
-        if found.field != "instance_type"
-    ]
+    # With the stage's instance type among them: `deploy validate --hosting serverless`
+    # reports it; `deploy up` has refused a GPU type already (`cpu_instance`).
+    return serverless_diagnostics(repository, settings, settings_file=settings_file)
 
 
 def package_notes(settings: DeploySettings, package: StagePackage) -> Sequence[str]:

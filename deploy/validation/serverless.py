@@ -138,7 +138,7 @@ def _instance_type(settings: DeploySettings, settings_file: str) -> Iterator[Dia
         yield error(
             _STAGE,
             settings_file,
-            "instance_type",
+            "instance_type (--instance)",
             f"{settings.instance_type} has {gpus} GPU(s), but serverless endpoints run on CPU "
             "only (a serverless stage uses instance_type only to pick the Triton image)",
             "set instance_type to a CPU type such as ml.m5.xlarge, or pick hosting "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -70,7 +71,11 @@ def test_a_gpu_instance_type_is_an_error_naming_the_setting(tmp_path: Path) -> N
     write_model(tmp_path, "small")
     stage = load_settings(instance_type="ml.g5.xlarge")
     (found,) = serverless_diagnostics(load_repository(tmp_path), stage, settings_file="cfg.toml")
-    assert (found.severity, found.file, found.field) == ("error", "cfg.toml", "instance_type")
+    assert (found.severity, found.file, found.field) == (
+        "error",
+        "cfg.toml",
+        "instance_type (--instance)",
+    )
     assert "CPU only" in found.message and "ml.g5.xlarge" in found.message
     assert "ml.m5.xlarge" in found.fix
 
@@ -245,3 +250,37 @@ def test_serverless_price_says_what_it_does_not_know() -> None:
     )
     assert elsewhere.per_second is None and elsewhere.hourly_max is None
     assert "no price in the table for ap-south-1" in elsewhere.describe()
+
+
+# --- deploy validate --hosting serverless ------------------------------------------------
+
+
+def test_validate_with_hosting_serverless_reports_the_modes_rules(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from deploy.cli import app
+
+    write_model(
+        tmp_path,
+        "slow",
+        extra="dynamic_batching { default_queue_policy { default_timeout_microseconds: "
+        "120000000 } }",
+    )
+    runner = CliRunner()
+    args = ["validate", str(tmp_path), "--hosting", "serverless", "--instance", "ml.m5.xlarge"]
+    # Warnings only: exit 0, the setting named.
+    ok = runner.invoke(app, [*args, "--json"])
+    assert ok.exit_code == 0, ok.output
+    (found,) = json.loads(ok.stdout)["diagnostics"]
+    assert found["field"] == "dynamic_batching.default_queue_policy.default_timeout_microseconds"
+    assert "60 s" in found["message"]
+    # Without --hosting the same repository is clean: the rule is the mode's.
+    plain = runner.invoke(app, ["validate", str(tmp_path), "--json"])
+    assert json.loads(plain.stdout)["diagnostics"] == []
+    # A GPU group: an error naming the config, exit 1.
+    write_model(tmp_path, "gpu", extra="instance_group [{ kind: KIND_GPU }]")
+    failed = runner.invoke(app, args)
+    assert failed.exit_code == 1
+    assert "instance_group[0].kind: KIND_GPU, but serverless endpoints have no GPU" in " ".join(
+        failed.output.split()
+    )
