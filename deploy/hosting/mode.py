@@ -11,8 +11,8 @@ A mode is composed of parts, not subclassed:
 - `endpoint_stack`: which endpoint stack the CDK app synthesizes (`infra/stacks`
   registers one per name), `front_door`: whether the HTTP API applies, and
   `network`: whether the endpoint runs in the stage's VPC (the network stack);
-- `capacity` and `estimate`: what the endpoint runs on (instances, or serverless
-  memory and concurrency), as the plan compares it, and its price;
+- `capacity`: what the endpoint runs on (instances, or serverless memory and
+  concurrency; `deploy.hosting.capacity`), as the plan compares and prices it;
 - `addressing` (from the manifest contract): how the SDK and the smoke test name
   a model: SageMaker's TargetModel, or the router's request parameter.
 
@@ -28,20 +28,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from deploy.client.manifest import ADDRESSING
+from deploy.hosting.capacity import InfraSpec
 from deploy.hosting.layout import Layout, StagePackage
 
 if TYPE_CHECKING:
     from deploy.config import DeploySettings
-    from deploy.lifecycle.plan import InfraSpec
-    from deploy.lifecycle.prices import Cost
     from deploy.repository import Repository
     from deploy.validation.diagnostics import Diagnostic
 
 SettingsCheck = Callable[["DeploySettings"], None]
 # The mode's rules for a repository's models: (settings, repository, settings file).
 RepositoryCheck = Callable[["DeploySettings", "Repository", str], Sequence["Diagnostic"]]
-Capacity = Callable[["DeploySettings"], "InfraSpec"]
-Estimate = Callable[["DeploySettings", "InfraSpec"], "Cost"]
+Capacity = Callable[["DeploySettings"], InfraSpec]
 # Warnings about a package on this mode (e.g. a start-up budget), shown with the plan.
 PackageCheck = Callable[["DeploySettings", StagePackage], Sequence[str]]
 
@@ -58,25 +56,11 @@ def no_repository_rules(
 
 def instance_capacity(settings: DeploySettings) -> InfraSpec:
     """Instances: the type and the autoscaling bounds."""
-    from deploy.lifecycle.plan import InfraSpec
-
     return InfraSpec(
         instance_type=settings.instance_type,
         initial_instance_count=settings.infra.initial_instance_count,
         min_instance_count=settings.infra.min_instance_count,
         max_instance_count=settings.infra.max_instance_count,
-    )
-
-
-def hourly_estimate(settings: DeploySettings, desired: InfraSpec) -> Cost:
-    """Instances: the hourly price between the scaling bounds."""
-    from deploy.lifecycle.prices import estimate
-
-    return estimate(
-        settings.region,
-        desired.instance_type,
-        min_instances=desired.min_instance_count,
-        max_instances=desired.max_instance_count,
     )
 
 
@@ -95,7 +79,6 @@ class HostingMode:
     # serverless endpoint has no instances (its instance type only picks the image).
     on_instances: bool = True
     capacity: Capacity = instance_capacity
-    estimate: Estimate = hourly_estimate
 
     @property
     def addressing(self) -> str:

@@ -11,8 +11,8 @@ from the other router modes:
   model files against the memory, 4 MB payloads, 60 s calls;
 - the plan's notes: the archive against the 3-minute start budget, the models
   against the memory;
-- capacity and price: memory and concurrency in place of instances, priced per
-  second of inference and per GB processed;
+- capacity: memory and concurrency in place of instances (the plan prices that per
+  second of inference and per GB processed);
 - the endpoint stack takes no VPC (SageMaker refuses one), so there is no network stack.
 """
 
@@ -23,14 +23,13 @@ from typing import TYPE_CHECKING
 
 from deploy.client.manifest import SERVERLESS
 from deploy.hosting import rules
+from deploy.hosting.capacity import InfraSpec, ServerlessSpec
 from deploy.hosting.layout import StagePackage
 from deploy.hosting.mode import HostingMode
 from deploy.hosting.router import RouterLayout
 
 if TYPE_CHECKING:
     from deploy.config import DeploySettings
-    from deploy.lifecycle.plan import InfraSpec
-    from deploy.lifecycle.prices import Cost
     from deploy.repository import Repository
     from deploy.validation.diagnostics import Diagnostic
 
@@ -70,8 +69,6 @@ def package_notes(settings: DeploySettings, package: StagePackage) -> Sequence[s
 
 
 def capacity(settings: DeploySettings) -> InfraSpec:
-    from deploy.lifecycle.plan import InfraSpec, ServerlessSpec
-
     infra = settings.infra
     return InfraSpec(
         instance_type=settings.instance_type,
@@ -86,19 +83,6 @@ def capacity(settings: DeploySettings) -> InfraSpec:
     )
 
 
-def estimate(settings: DeploySettings, desired: InfraSpec) -> Cost:
-    from deploy.lifecycle.prices import serverless_estimate
-
-    spec = desired.serverless
-    assert spec is not None  # `capacity` always sets it
-    return serverless_estimate(
-        settings.region,
-        memory_mb=spec.memory_mb,
-        max_concurrency=spec.max_concurrency,
-        provisioned_concurrency=spec.provisioned_concurrency,
-    )
-
-
 MODE = HostingMode(
     name=SERVERLESS,
     summary="serverless endpoint: one archive behind the router, CPU, scales to zero",
@@ -110,5 +94,4 @@ MODE = HostingMode(
     network=False,
     on_instances=False,
     capacity=capacity,
-    estimate=estimate,
 )

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from deploy.errors import ConfigError
+from deploy.hosting.capacity import InfraSpec, ServerlessSpec
 from deploy.hosting.changes import ArchiveChange, ModelAction, ModelChange
 from deploy.hosting.per_model import ArchiveEntry, diff_models, manifest_entries
 from deploy.lifecycle.prices import Cost
@@ -41,44 +42,6 @@ NEEDS_CREDENTIALS = (
     "stack changes and the instances running now (needs CloudFormation and SageMaker)",
     "the CDK bootstrap check (needs SSM or CloudFormation)",
 )
-
-
-@dataclass(frozen=True)
-class ServerlessSpec:
-    """A serverless endpoint's capacity: memory per copy and concurrent copies."""
-
-    memory_mb: int
-    max_concurrency: int
-    provisioned_concurrency: int | None = None
-
-
-@dataclass(frozen=True)
-class InfraSpec:
-    """What the endpoint should run on: instances, or (`serverless`) serverless capacity.
-
-    A serverless endpoint has no instances: its spec compares the serverless
-    settings, and `instance_type` only names the image's processor.
-    """
-
-    instance_type: str
-    initial_instance_count: int
-    min_instance_count: int
-    max_instance_count: int
-    serverless: ServerlessSpec | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        if self.serverless is not None:
-            return {
-                "serverless_memory_mb": self.serverless.memory_mb,
-                "serverless_max_concurrency": self.serverless.max_concurrency,
-                "serverless_provisioned_concurrency": self.serverless.provisioned_concurrency,
-            }
-        return {
-            "instance_type": self.instance_type,
-            "initial_instance_count": self.initial_instance_count,
-            "min_instance_count": self.min_instance_count,
-            "max_instance_count": self.max_instance_count,
-        }
 
 
 @dataclass(frozen=True)

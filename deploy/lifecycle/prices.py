@@ -12,6 +12,7 @@ from importlib import resources
 from typing import Any
 
 from deploy.errors import ConfigError
+from deploy.hosting.capacity import InfraSpec
 
 
 @dataclass(frozen=True)
@@ -179,3 +180,20 @@ def serverless_estimate(
 
 # What a plan's price is: hourly for instances, per second of inference for serverless.
 Cost = CostEstimate | ServerlessCostEstimate
+
+
+def estimate_for(region: str, desired: InfraSpec) -> Cost:
+    """The price of what `desired` runs on: serverless capacity or instances."""
+    if desired.serverless is not None:
+        return serverless_estimate(
+            region,
+            memory_mb=desired.serverless.memory_mb,
+            max_concurrency=desired.serverless.max_concurrency,
+            provisioned_concurrency=desired.serverless.provisioned_concurrency,
+        )
+    return estimate(
+        region,
+        desired.instance_type,
+        min_instances=desired.min_instance_count,
+        max_instances=desired.max_instance_count,
+    )

@@ -14,6 +14,7 @@ from deploy.config import DeploySettings, settings_file
 from deploy.errors import ConfigError, ValidationFailedError
 from deploy.hosting import HostingMode, StagePackage, StoredFile, mode_for
 from deploy.lifecycle.plan import InfraSpec, Plan
+from deploy.lifecycle.prices import estimate_for
 from deploy.lifecycle.provider import (
     EndpointView,
     InfraPlan,
@@ -106,7 +107,7 @@ def plan(
     diff = mode.layout.diff(package, published, stored)
     infra = provider.plan_infra(desired)
     on_aws = provider.name == "aws"
-    cost = mode.estimate(settings, desired) if on_aws else None
+    cost = estimate_for(settings.region, desired) if on_aws else None
     return (
         Plan(
             stage=settings.stage,

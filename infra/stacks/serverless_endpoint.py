@@ -6,7 +6,7 @@ variant runs with. No network stack is involved (serverless endpoints take no
 VPC) and there is no autoscaling: SageMaker scales copies by itself, up to
 `infra.serverless_max_concurrency`. The archive is
 `<model prefix><infra.model_archive>` in the model store (`deploy up` names a
-content-derived key).
+content-derived key; unset: `serverless/model.tar.gz`).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from infra.constructs.serverless_endpoint import (
 from infra.constructs.serverless_monitoring import ServerlessAlarms, ServerlessDashboard
 from infra.errors import InfraConfigError
 from infra.instances import InstanceSpec, instance_spec, triton_image_uri
+from infra.stacks.single_model_endpoint import model_archive_key
 
 
 def cpu_instance_spec(instance_type: str) -> InstanceSpec:
@@ -59,7 +60,7 @@ class ServerlessEndpointStack(Stack):
         image_uri = triton_image_uri(
             region=settings.region, version=infra.triton_version, instance_type=spec.instance_type
         )
-        archive_key = f"{store.prefix}{infra.model_archive}"
+        archive_key = model_archive_key(settings, store.prefix)
         capacity = ServerlessCapacity(
             memory_mb=infra.serverless_memory_mb,
             max_concurrency=infra.serverless_max_concurrency,

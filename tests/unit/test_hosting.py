@@ -10,6 +10,7 @@ from deploy.client.manifest import HOSTINGS, ROUTER, TARGET_MODEL_HEADER
 from deploy.config import load_settings
 from deploy.errors import ConfigError
 from deploy.hosting import MODES, mode_for, mode_named
+from deploy.lifecycle.prices import estimate_for
 
 
 def test_every_hosting_of_the_manifest_contract_is_a_mode() -> None:
@@ -133,12 +134,12 @@ def test_serverless_capacity_and_price_are_memory_and_concurrency() -> None:
         "serverless_max_concurrency": 10,
         "serverless_provisioned_concurrency": None,
     }
-    cost = mode.estimate(settings, desired).to_dict()
+    cost = estimate_for(settings.region, desired).to_dict()
     assert cost["hosting"] == "serverless" and cost["memory_mb"] == 4096
     # The instance modes keep their instance spec and hourly price.
     instances = mode_named("multi-model").capacity(settings)
     assert instances.to_dict()["instance_type"] == "ml.m5.xlarge"
-    assert mode_named("multi-model").estimate(settings, instances).to_dict()["hourly_min_usd"]
+    assert estimate_for(settings.region, instances).to_dict()["hourly_min_usd"]
 
 
 def test_a_change_of_capacity_is_a_planned_change() -> None:
