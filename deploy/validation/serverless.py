@@ -14,8 +14,9 @@ the feature exclusions of serverless-endpoints.html):
 - memory (`infra.serverless_memory_mb`, 1-6 GB) holds Triton, the python
   backend's stub processes (the router's instances among them) and the loaded
   weights: model files larger than it are an error, over half of it a warning;
-- a copy must download the archive, start Triton, load every model and answer
-  `/ping` within 3 minutes: a large archive gets a warning with its size;
+- a copy must download and unpack the archive, start Triton and answer `/ping`
+  within 3 minutes (its models load then or on their first call, which has
+  the 60 s of a call): a large archive gets a warning with its size;
 - a call ends after 60 s: a queue delay or queue timeout that long is a warning.
 
 Each diagnostic names the file and field (a model's config.pbtxt, or the
@@ -40,8 +41,8 @@ PAYLOAD_LIMIT_BYTES = 4 * MIB  # request and response, each
 CALL_TIMEOUT_S = 60
 START_BUDGET_S = 180
 # No figure for SageMaker's download and start rate is published; past this
-# size the archive alone takes a noticeable share of the 3 minutes, and every
-# model it holds must also load before /ping answers. A warning, not a limit.
+# size the archive alone takes a noticeable share of the 3 minutes, and its
+# models must still load (at start or on first use). A warning, not a limit.
 START_WARNING_BYTES = 512 * MIB
 # The share of serverless memory model files may take before a warning: Triton,
 # the python backend stubs (one per instance; the router runs several) and
@@ -163,8 +164,8 @@ def _memory(
             settings_file,
             field,
             f"the models' files take {size(total)} ({largest}), more than the "
-            f"{memory_mb} MB a serverless copy has; every model of the router layout "
-            "is loaded at start",
+            f"{memory_mb} MB a serverless copy has; a copy serves every model of the "
+            "router layout",
             "raise serverless_memory_mb (at most 6144), serve fewer or smaller models, or "
             'pick hosting "multi-model" on an instance with more memory',
         )
@@ -193,9 +194,9 @@ def _start_budget(
         _STAGE,
         settings_file,
         "hosting",
-        f"{what} {size(measured)}: a serverless copy must download it, start Triton, load "
-        f"every model and answer /ping within {START_BUDGET_S // 60} minutes, or SageMaker "
-        "fails the start (watch the ModelSetupTime alarm)",
+        f"{what} {size(measured)}: a serverless copy must download and unpack it, start "
+        f"Triton and answer /ping within {START_BUDGET_S // 60} minutes, or SageMaker fails "
+        "the start, and its models must then load (watch the ModelSetupTime alarm)",
         "keep serverless archives small (well under "
         f"{size(START_WARNING_BYTES)}), set infra.serverless_provisioned_concurrency to start "
         'copies before traffic, or pick hosting "multi-model" or "async"',
