@@ -7,8 +7,12 @@ code (`x-amzn-ErrorType` / botocore's `Error.Code`), its message, and for
 
 from __future__ import annotations
 
+import http.client
+import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from deploy.client._errors import ClientError, EndpointError, ModelError, ModelNotFoundError
 from deploy.client._retry import TransientError
@@ -121,3 +125,42 @@ def load_failure_fix(message: str) -> str:
     if len(text) > 300:
         text = text[:297] + "..."
     return f"the model failed to load: {text} (the endpoint's log has the details)"
+
+
+def answer_from_response(status: int, headers: Mapping[str, str], body: bytes) -> ErrorAnswer:
+    """Read an InvokeEndpoint error answer the way botocore's rest-json parser
+    does, so a request sent without botocore fails with the same facts.
+
+    `headers` must look names up case-insensitively (urllib3's do).
+    """
+    if status >= 500 and (not body.strip() or body.strip().startswith(b"<html>")):
+        # botocore's "generic" error: a proxy's or load balancer's page, no AWS shape.
+        code: str | None = str(status)
+        return ErrorAnswer(
+            status=status, code=code, message=http.client.responses.get(status, "") or code or ""
+        )
+    try:
+        document: Any = json.loads(body.decode("utf-8")) if body else {}
+    except ValueError:  # botocore keeps an unparsable body as the message
+        document = {"message": body.decode("utf-8", "replace")}
+    if not isinstance(document, dict):
+        document = {}
+    message = document.get("message", document.get("Message", ""))
+    code = document.get("__type", str(status))
+    if "x-amzn-errortype" in headers:
+        code = headers["x-amzn-errortype"]
+    elif "code" in document or "Code" in document:
+        code = document.get("code", document.get("Code", ""))
+    if isinstance(code, str):
+        code = code.split(":", 1)[0].rsplit("#", 1)[-1]
+    original = document.get("OriginalStatusCode")
+    if isinstance(original, str) and original.isdigit():
+        original = int(original)
+    original_message = document.get("OriginalMessage")
+    return ErrorAnswer(
+        status=status,
+        code=code if isinstance(code, str) else None,
+        message=str(message or code or ""),
+        original_status=original if isinstance(original, int) else None,
+        original_message=original_message if isinstance(original_message, str) else None,
+    )

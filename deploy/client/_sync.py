@@ -1,4 +1,5 @@
-"""`Endpoint`: blocking calls over boto3's sagemaker-runtime `invoke_endpoint`."""
+"""`Endpoint`: blocking calls, sent directly (`DirectInvoker`) or through boto3's
+sagemaker-runtime `invoke_endpoint`."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from deploy.client._core import (
     DEFAULT_MAX_PAYLOAD,
@@ -23,12 +24,13 @@ from deploy.client._errors import (
     InferenceTimeoutError,
     ModelNotFoundError,
 )
-from deploy.client._failures import ErrorAnswer, to_exception
+from deploy.client._failures import ErrorAnswer, answer_from_response, to_exception
 from deploy.client._manifest import ModelInfo
 from deploy.client._result import InferResult
 from deploy.client._retry import Attempts, RetryPolicy, TransientError
 
 if TYPE_CHECKING:
+    from deploy.client._direct import DirectInvoker
     from deploy.client._transport import DeadlineTransport
 
 DEFAULT_TIMEOUT = 60.0
@@ -43,7 +45,11 @@ class Endpoint:
     `manifest` locates the model store's manifest.json (a path, an
     `s3://bucket/prefix/manifest.json` URL, or None to discover it: from the
     endpoint's model data URL, or from `endpoint_url` itself, which the local
-    endpoint answers with its manifest). `timeout` bounds each attempt as a
+    endpoint answers with its manifest). `transport="direct"` (the default)
+    builds, signs (botocore's SigV4) and sends InvokeEndpoint itself over pooled
+    urllib3 connections, with botocore's endpoint resolution and credentials;
+    `transport="boto3"` calls the boto3 client's `invoke_endpoint`; both fail
+    and retry alike. `timeout` bounds each attempt as a
     whole: connect, send and every read (seconds); `retries` is a
     `RetryPolicy` (or a number of attempts) for transient failures, its
     `total_timeout` bounds all attempts. `client` injects a ready
@@ -66,8 +72,13 @@ class Endpoint:
         connect_timeout: float = 10.0,
         retries: RetryPolicy | int = DEFAULT_RETRIES,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD,
+        transport: Literal["direct", "boto3"] = "direct",
     ) -> None:
+        if transport not in ("direct", "boto3"):
+            raise ValueError(f"transport must be 'direct' or 'boto3', not {transport!r}")
         self.name = name
+        # An injected client is the caller's transport: it keeps being used.
+        self.transport = "boto3" if client is not None else transport
         self.region = region
         self.endpoint_url = endpoint_url
         self.timeout = timeout
@@ -77,6 +88,8 @@ class Endpoint:
         self._session = session
         self._runtime = client
         self._transport: DeadlineTransport | None = None
+        self._direct: DirectInvoker | None = None
+        self._direct_ready = False
         self._clients: dict[str, Any] = {}
         location: ManifestLocation = manifest
         # A runtime URL of its own (the local endpoint) has no DescribeEndpoint behind it
@@ -196,18 +209,23 @@ class Endpoint:
 
         model = prepared.route.model
         where = f"endpoint {self.name!r}, model {model!r}"
-        request: dict[str, Any] = {
-            "EndpointName": self.name,
-            "Body": prepared.request.body,
-            "ContentType": prepared.request.content_type,
-        }
-        if prepared.route.target_model is not None:
-            request["TargetModel"] = prepared.route.target_model
-        runtime = self.runtime
+        budget = min(self.timeout, left)
+        direct = self._direct_invoker()
         try:
-            with deadline(min(self.timeout, left)):
-                response = runtime.invoke_endpoint(**request)
-                return response["Body"].read(), response.get("ContentType")
+            with deadline(budget):
+                if direct is None:
+                    return self._invoke_boto3(prepared)
+                if direct.credentials is None and self.endpoint_url is None:
+                    raise NoCredentialsError()  # what botocore's signer raises
+                status, headers, data = direct.invoke(
+                    prepared.request.body,
+                    prepared.request.content_type,
+                    budget,
+                    target_model=prepared.route.target_model,
+                )
+                if status < 300:
+                    return data, headers.get("Content-Type")
+                failure = answer_from_response(status, headers, data)
         except BotoClientError as exc:
             answer = _answer_from_botocore(exc.response)
             error = to_exception(answer, endpoint=self.name, model=model)
@@ -231,6 +249,40 @@ class Endpoint:
             ) from exc
         except BotoCoreError as exc:
             raise EndpointError(str(exc), where=where) from exc
+        raise to_exception(failure, endpoint=self.name, model=model)
+
+    def _invoke_boto3(self, prepared: Prepared) -> tuple[bytes, str | None]:
+        request: dict[str, Any] = {
+            "EndpointName": self.name,
+            "Body": prepared.request.body,
+            "ContentType": prepared.request.content_type,
+        }
+        if prepared.route.target_model is not None:
+            request["TargetModel"] = prepared.route.target_model
+        response = self.runtime.invoke_endpoint(**request)
+        return response["Body"].read(), response.get("ContentType")
+
+    def _direct_invoker(self) -> DirectInvoker | None:
+        """The direct transport, set up on first use; None where boto3 sends (asked
+        for, an injected client, or a proxy from the environment)."""
+        if not self._direct_ready:
+            runtime = self.runtime
+            if self.transport == "direct" and self._transport is not None:
+                url = runtime.meta.endpoint_url
+                if not self._transport.uses_proxy(url):
+                    import botocore
+
+                    from deploy.client._direct import DirectInvoker, invocations_url
+
+                    self._direct = DirectInvoker(
+                        url=invocations_url(url, self.name),
+                        region=runtime.meta.region_name,
+                        credentials=self._boto_session().get_credentials(),
+                        transport=self._transport,
+                        user_agent=f"deploy-client Botocore/{botocore.__version__}",
+                    )
+            self._direct_ready = True
+        return self._direct
 
     @property
     def runtime(self) -> Any:

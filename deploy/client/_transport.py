@@ -18,6 +18,7 @@ from __future__ import annotations
 import socket
 import ssl
 import urllib.request
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -148,7 +149,8 @@ class DeadlineTransport:
     def register(self, client: Any, operation: str = "InvokeEndpoint") -> None:
         client.meta.events.register(f"before-send.sagemaker-runtime.{operation}", self.send)
 
-    def _uses_proxy(self, url: str) -> bool:
+    def uses_proxy(self, url: str) -> bool:
+        """Whether the environment sends `url` through a proxy (left to botocore)."""
         parts = urlsplit(url)
         key = f"{parts.scheme}://{parts.netloc}"
         if key not in self._proxied:
@@ -161,26 +163,43 @@ class DeadlineTransport:
     def send(self, request: AWSPreparedRequest, **_: Any) -> AWSResponse | None:
         """botocore's `before-send` handler: the response, or None to let botocore send."""
         left = remaining()
-        if left is None or self._uses_proxy(request.url):
+        if left is None or self.uses_proxy(request.url):
             return None
-        url = request.url
+        answer = self.urlopen(
+            request.method, request.url, request.body, dict(request.headers.items()), left
+        )
+        headers: Any = answer.headers  # what botocore's transport passes too
+        return AWSResponse(request.url, answer.status, headers, answer)
+
+    def urlopen(
+        self,
+        method: str,
+        url: str,
+        body: Any,
+        headers: Mapping[str, str],
+        left: float,
+        *,
+        preload: bool = False,
+    ) -> urllib3.BaseHTTPResponse:
+        """One exchange within `left` seconds (and the thread's deadline); the body
+        is read here when `preload`. Failures raise botocore's exceptions, as its
+        own transport does, so every caller maps them one way."""
         timeout = urllib3.Timeout(connect=min(self.connect_timeout, max(left, 0.001)), read=left)
         try:
-            answer = self._pools.urlopen(
-                request.method,
+            return self._pools.urlopen(
+                method,
                 url,
-                body=request.body,
-                headers=dict(request.headers.items()),
+                body=body,
+                headers=headers,
                 retries=False,
                 redirect=False,
                 assert_same_host=False,
-                preload_content=False,
+                preload_content=preload,
                 decode_content=False,
                 timeout=timeout,
             )
-        # botocore's own exceptions, as its transport raises them. urllib3's
-        # NewConnectionError (refused, unreachable) subclasses its ConnectTimeoutError:
-        # it goes first, or a refused connection reads as a timeout.
+        # urllib3's NewConnectionError (refused, unreachable) subclasses its
+        # ConnectTimeoutError: it goes first, or a refused connection reads as a timeout.
         except (NewConnectionError, NameResolutionError) as exc:
             raise EndpointConnectionError(endpoint_url=url, error=exc) from exc
         except URLLib3ConnectTimeoutError as exc:
@@ -188,13 +207,11 @@ class DeadlineTransport:
         except (URLLib3ReadTimeoutError, DeadlineExceededError) as exc:
             raise ReadTimeoutError(endpoint_url=url, error=exc) from exc
         except ProtocolError as exc:
-            raise ConnectionClosedError(endpoint_url=url, request=request) from exc
+            raise ConnectionClosedError(endpoint_url=url) from exc
         except urllib3.exceptions.SSLError as exc:
             raise SSLError(endpoint_url=url, error=exc) from exc
         except urllib3.exceptions.HTTPError as exc:
             raise HTTPClientError(error=exc) from exc
-        headers: Any = answer.headers  # what botocore's transport passes too
-        return AWSResponse(url, answer.status, headers, answer)
 
     def close(self) -> None:
         self._pools.clear()

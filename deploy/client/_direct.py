@@ -1,0 +1,114 @@
+"""InvokeEndpoint without botocore's request pipeline.
+
+botocore builds each request through its model-driven serializer, a chain of
+event handlers and several copies of headers and body: most of the client CPU
+of a call. `DirectInvoker` builds the one request InvokeEndpoint needs itself
+(the same method, path, headers and body botocore sends), signs it with
+botocore's own SigV4 signer when there are credentials, and sends it over
+`DeadlineTransport`'s pooled urllib3 connections. The URL, region and
+credentials come from a botocore client made once, so endpoint resolution is
+botocore's.
+
+InvokeEndpoint's model does not turn payload signing off, so a signed request
+hashes its body (SigV4), as botocore does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from deploy.client._transport import DeadlineTransport
+
+SIGNING_NAME = "sagemaker"
+# botocore's names for InvokeEndpoint's header members (service model 2017-05-13).
+TARGET_MODEL = "X-Amzn-SageMaker-Target-Model"
+CUSTOM_ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
+INFERENCE_ID = "X-Amzn-SageMaker-Inference-Id"
+
+
+def invocations_url(endpoint_url: str, name: str) -> str:
+    """`/endpoints/{EndpointName}/invocations` under the runtime URL, as botocore quotes it."""
+    return f"{endpoint_url.rstrip('/')}/endpoints/{quote(name, safe='')}/invocations"
+
+
+class DirectInvoker:
+    """Sends InvokeEndpoint for one endpoint; `credentials` None sends unsigned.
+
+    `credentials` is botocore's (refreshable or not): frozen per call, so keys
+    that rotate are picked up as botocore picks them up.
+    """
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        region: str,
+        credentials: Any | None,
+        transport: DeadlineTransport,
+        user_agent: str,
+    ) -> None:
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+
+        self.url = url
+        self.region = region
+        self.credentials = credentials
+        self.transport = transport
+        self.user_agent = user_agent
+        self._auth = SigV4Auth
+        self._request = AWSRequest
+
+    def headers(
+        self,
+        body: Any,
+        content_type: str,
+        *,
+        target_model: str | None = None,
+        accept: str | None = None,
+        custom_attributes: str | None = None,
+        inference_id: str | None = None,
+    ) -> dict[str, str]:
+        """The request's headers, signed when there are credentials."""
+        headers = {"Content-Type": content_type}
+        if target_model is not None:
+            headers[TARGET_MODEL] = target_model
+        if custom_attributes is not None:
+            headers[CUSTOM_ATTRIBUTES] = custom_attributes
+        if inference_id is not None:
+            headers[INFERENCE_ID] = inference_id
+        if accept is not None:
+            headers["Accept"] = accept
+        if self.credentials is not None:
+            request = self._request(method="POST", url=self.url, data=body, headers=headers)
+            frozen = self.credentials.get_frozen_credentials()
+            self._auth(frozen, SIGNING_NAME, self.region).add_auth(request)
+            headers = dict(request.headers.items())
+        headers["User-Agent"] = self.user_agent  # never signed (botocore leaves it out too)
+        return headers
+
+    def invoke(
+        self,
+        body: Any,
+        content_type: str,
+        left: float,
+        *,
+        target_model: str | None = None,
+    ) -> tuple[int, Any, bytes]:
+        """Status, headers and the whole body of one call within `left` seconds.
+
+        `body` (bytes or a buffer) goes to the socket as it is: no copy.
+        Failures raise botocore's exceptions (see `DeadlineTransport.urlopen`),
+        and ValueError for a Content-Length that is not a number, as botocore.
+        """
+        headers = self.headers(body, content_type, target_model=target_model)
+        answer = self.transport.urlopen("POST", self.url, body, headers, left, preload=True)
+        data = answer.data
+        length = answer.headers.get("Content-Length")
+        if answer.status < 300 and length is not None and int(length) != len(data):
+            # botocore's check on a payload it reads (a Content-Length that is not
+            # a number raises ValueError there too).
+            from botocore.exceptions import IncompleteReadError
+
+            raise IncompleteReadError(actual_bytes=len(data), expected_bytes=int(length))
+        return answer.status, answer.headers, data
