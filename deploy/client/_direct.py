@@ -55,6 +55,7 @@ class DirectInvoker:
         self.region = region
         self.credentials = credentials
         self.transport = transport
+        transport.dedicate(url)
         self.user_agent = user_agent
         self._auth = SigV4Auth
         self._request = AWSRequest

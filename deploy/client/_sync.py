@@ -20,6 +20,7 @@ from deploy.client._core import (
 )
 from deploy.client._deadline import deadline
 from deploy.client._errors import (
+    ClientError,
     EndpointError,
     InferenceTimeoutError,
     ModelNotFoundError,
@@ -192,6 +193,39 @@ class Endpoint:
     def _invoke(self, prepared: Prepared, left: float) -> tuple[bytes, str | None]:
         """One attempt, all of it (connect, send, every read) within `timeout` and
         within `left`, what the retry policy's total_timeout leaves."""
+        model = prepared.route.model
+        where = f"endpoint {self.name!r}, model {model!r}"
+        budget = min(self.timeout, left)
+        direct = self._direct_invoker()
+        try:
+            with deadline(budget):
+                if direct is None:
+                    return self._invoke_boto3(prepared)
+                if direct.credentials is None and self.endpoint_url is None:
+                    from botocore.exceptions import NoCredentialsError
+
+                    raise NoCredentialsError()  # what botocore's signer raises
+                status, headers, data = direct.invoke(
+                    prepared.request.body,
+                    prepared.request.content_type,
+                    budget,
+                    target_model=prepared.route.target_model,
+                )
+                if status < 300:
+                    return data, headers.get("Content-Type")
+                failure = answer_from_response(status, headers, data)
+        except Exception as exc:
+            error = self._failure(exc, where, model, left)
+            if error is None:
+                raise
+            raise error from exc
+        raise to_exception(failure, endpoint=self.name, model=model)
+
+    def _failure(
+        self, exc: Exception, where: str, model: str, left: float
+    ) -> ClientError | TransientError | None:
+        """The SDK error for what an attempt raised (botocore's exceptions, from
+        either transport); None for anything else, which propagates as it is."""
         from botocore.exceptions import (
             BotoCoreError,
             ConnectionClosedError,
@@ -207,49 +241,29 @@ class Endpoint:
             ConnectionError as BotoConnectionError,
         )
 
-        model = prepared.route.model
-        where = f"endpoint {self.name!r}, model {model!r}"
-        budget = min(self.timeout, left)
-        direct = self._direct_invoker()
-        try:
-            with deadline(budget):
-                if direct is None:
-                    return self._invoke_boto3(prepared)
-                if direct.credentials is None and self.endpoint_url is None:
-                    raise NoCredentialsError()  # what botocore's signer raises
-                status, headers, data = direct.invoke(
-                    prepared.request.body,
-                    prepared.request.content_type,
-                    budget,
-                    target_model=prepared.route.target_model,
-                )
-                if status < 300:
-                    return data, headers.get("Content-Type")
-                failure = answer_from_response(status, headers, data)
-        except BotoClientError as exc:
+        if isinstance(exc, BotoClientError):
             answer = _answer_from_botocore(exc.response)
-            error = to_exception(answer, endpoint=self.name, model=model)
-            raise error from exc
-        except (ReadTimeoutError, ConnectTimeoutError) as exc:
-            raise InferenceTimeoutError(
+            return to_exception(answer, endpoint=self.name, model=model)
+        if isinstance(exc, ReadTimeoutError | ConnectTimeoutError):
+            return InferenceTimeoutError(
                 f"no complete answer within timeout={self.timeout}s"
                 + ("" if left >= self.timeout else f" (total_timeout left {left:.3g}s)"),
                 where=where,
                 fix="raise timeout= for slow models",
-            ) from exc
-        except (BotoConnectionError, ConnectionClosedError, HTTPClientError) as exc:
-            raise TransientError(EndpointError(f"connection failed: {exc}", where=where)) from exc
-        except ValueError as exc:  # botocore reading an answer framed wrongly (Content-Length)
-            raise TransientError(EndpointError(f"malformed response: {exc}", where=where)) from exc
-        except NoCredentialsError as exc:
-            raise EndpointError(
+            )
+        if isinstance(exc, BotoConnectionError | ConnectionClosedError | HTTPClientError):
+            return TransientError(EndpointError(f"connection failed: {exc}", where=where))
+        if isinstance(exc, ValueError):  # an answer framed wrongly (Content-Length)
+            return TransientError(EndpointError(f"malformed response: {exc}", where=where))
+        if isinstance(exc, NoCredentialsError):
+            return EndpointError(
                 "no AWS credentials found",
                 where=where,
                 fix="configure credentials (AWS_PROFILE, environment) or pass session=",
-            ) from exc
-        except BotoCoreError as exc:
-            raise EndpointError(str(exc), where=where) from exc
-        raise to_exception(failure, endpoint=self.name, model=model)
+            )
+        if isinstance(exc, BotoCoreError):
+            return EndpointError(str(exc), where=where)
+        return None
 
     def _invoke_boto3(self, prepared: Prepared) -> tuple[bytes, str | None]:
         request: dict[str, Any] = {
