@@ -5,7 +5,8 @@ event handlers and several copies of headers and body: most of the client CPU
 of a call. `DirectInvoker` builds the one request InvokeEndpoint needs itself
 (the same method, path, headers and body botocore sends), signs it with
 botocore's own SigV4 signer when there are credentials, and sends it over
-`DeadlineTransport`'s pooled urllib3 connections. The URL, region and
+a small pool of keep-alive `http.client` connections whose sockets stop at
+the call's deadline (`Connections`). The URL, region and
 credentials come from a botocore client made once, so endpoint resolution is
 botocore's.
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from deploy.client._transport import DeadlineTransport
+from deploy.client._connections import Connections
 
 SIGNING_NAME = "sagemaker"
 # botocore's names for InvokeEndpoint's header members (service model 2017-05-13).
@@ -45,7 +46,7 @@ class DirectInvoker:
         url: str,
         region: str,
         credentials: Any | None,
-        transport: DeadlineTransport,
+        connections: Connections,
         user_agent: str,
     ) -> None:
         from botocore.auth import SigV4Auth
@@ -54,8 +55,7 @@ class DirectInvoker:
         self.url = url
         self.region = region
         self.credentials = credentials
-        self.transport = transport
-        transport.dedicate(url)
+        self.connections = connections
         self.user_agent = user_agent
         self._auth = SigV4Auth
         self._request = AWSRequest
@@ -99,17 +99,16 @@ class DirectInvoker:
         """Status, headers and the whole body of one call within `left` seconds.
 
         `body` (bytes or a buffer) goes to the socket as it is: no copy.
-        Failures raise botocore's exceptions (see `DeadlineTransport.urlopen`),
+        Failures raise botocore's exceptions (see `Connections.request`),
         and ValueError for a Content-Length that is not a number, as botocore.
         """
         headers = self.headers(body, content_type, target_model=target_model)
-        answer = self.transport.urlopen("POST", self.url, body, headers, left, preload=True)
-        data = answer.data
-        length = answer.headers.get("Content-Length")
-        if answer.status < 300 and length is not None and int(length) != len(data):
+        status, answer_headers, data = self.connections.request("POST", body, headers, left)
+        length = answer_headers.get("Content-Length")
+        if status < 300 and length is not None and int(length) != len(data):
             # botocore's check on a payload it reads (a Content-Length that is not
             # a number raises ValueError there too).
             from botocore.exceptions import IncompleteReadError
 
             raise IncompleteReadError(actual_bytes=len(data), expected_bytes=int(length))
-        return answer.status, answer.headers, data
+        return status, answer_headers, data

@@ -31,12 +31,14 @@ from deploy.client._result import InferResult
 from deploy.client._retry import Attempts, RetryPolicy, TransientError
 
 if TYPE_CHECKING:
+    from deploy.client._connections import Connections
     from deploy.client._direct import DirectInvoker
     from deploy.client._transport import DeadlineTransport
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_REGION = "us-east-1"
 DEFAULT_RETRIES = RetryPolicy()
+_MAX_CONNECTIONS = 32
 _CONTROL_PLANE_ENV = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SAGEMAKER")
 
 
@@ -90,6 +92,7 @@ class Endpoint:
         self._runtime = client
         self._transport: DeadlineTransport | None = None
         self._direct: DirectInvoker | None = None
+        self._connections: Connections | None = None
         self._direct_ready = False
         self._clients: dict[str, Any] = {}
         location: ManifestLocation = manifest
@@ -148,6 +151,8 @@ class Endpoint:
                 client.close()
         if self._transport is not None:
             self._transport.close()
+        if self._connections is not None:
+            self._connections.close()
 
     def __enter__(self) -> Endpoint:
         return self
@@ -286,13 +291,23 @@ class Endpoint:
                 if not self._transport.uses_proxy(url):
                     import botocore
 
+                    from deploy.client._connections import Connections
                     from deploy.client._direct import DirectInvoker, invocations_url
 
+                    session = self._boto_session()
+                    settings = getattr(session, "_session", session)
+                    target = invocations_url(url, self.name)
+                    self._connections = Connections(
+                        target,
+                        connect_timeout=self.connect_timeout,
+                        max_idle=_MAX_CONNECTIONS,
+                        ca_bundle=settings.get_config_variable("ca_bundle"),
+                    )
                     self._direct = DirectInvoker(
-                        url=invocations_url(url, self.name),
+                        url=target,
                         region=runtime.meta.region_name,
-                        credentials=self._boto_session().get_credentials(),
-                        transport=self._transport,
+                        credentials=session.get_credentials(),
+                        connections=self._connections,
                         user_agent=f"deploy-client Botocore/{botocore.__version__}",
                     )
             self._direct_ready = True
@@ -336,7 +351,7 @@ class Endpoint:
             "read_timeout": self.timeout,
             "connect_timeout": self.connect_timeout,
             "retries": {"total_max_attempts": 1, "mode": "standard"},
-            "max_pool_connections": 32,
+            "max_pool_connections": _MAX_CONNECTIONS,
         }
         if self.endpoint_url is not None and session.get_credentials() is None:
             options["signature_version"] = UNSIGNED

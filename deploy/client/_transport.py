@@ -33,7 +33,7 @@ from botocore.exceptions import (
     SSLError,
 )
 from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool, port_by_scheme
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import (
     ConnectTimeoutError as URLLib3ConnectTimeoutError,
 )
@@ -46,7 +46,6 @@ from urllib3.exceptions import (
     ReadTimeoutError as URLLib3ReadTimeoutError,
 )
 from urllib3.util.ssl_ import create_urllib3_context
-from urllib3.util.url import parse_url
 
 from deploy.client._deadline import DeadlineExceededError, remaining
 
@@ -146,7 +145,6 @@ class DeadlineTransport:
         self._pools = urllib3.PoolManager(num_pools=10, maxsize=max_connections, **self._tls)
         self._pools.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
         self._proxied: dict[str, bool] = {}
-        self._own: dict[str, tuple[HTTPConnectionPool, str]] = {}
 
     def register(self, client: Any, operation: str = "InvokeEndpoint") -> None:
         client.meta.events.register(f"before-send.sagemaker-runtime.{operation}", self.send)
@@ -187,12 +185,10 @@ class DeadlineTransport:
         is read here when `preload`. Failures raise botocore's exceptions, as its
         own transport does, so every caller maps them one way."""
         timeout = urllib3.Timeout(connect=min(self.connect_timeout, max(left, 0.001)), read=left)
-        own = self._own.get(url)
-        pool, target = own if own is not None else (self._pools, url)
         try:
-            return pool.urlopen(
+            return self._pools.urlopen(
                 method,
-                target,
+                url,
                 body=body,
                 headers=headers,
                 retries=False,
@@ -217,19 +213,5 @@ class DeadlineTransport:
         except urllib3.exceptions.HTTPError as exc:
             raise HTTPClientError(error=exc) from exc
 
-    def dedicate(self, url: str) -> None:
-        """Give `url` a connection pool of its own (the direct transport's one
-        URL): its calls skip the pool manager's per-call URL parsing and lookup."""
-        parts = parse_url(url)
-        scheme = parts.scheme or "http"
-        options: dict[str, Any] = {"maxsize": self._max_connections}
-        if scheme == "https":
-            options.update(self._tls)
-        pool_class = _TLSPool if scheme == "https" else _Pool
-        pool = pool_class(parts.host or "", parts.port or port_by_scheme[scheme], **options)
-        self._own[url] = (pool, parts.request_uri)
-
     def close(self) -> None:
         self._pools.clear()
-        for pool, _ in self._own.values():
-            pool.close()

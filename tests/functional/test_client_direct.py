@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import json
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -37,6 +38,8 @@ class Server:
     seen: list[dict[str, str]] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     bodies: list[bytes] = field(default_factory=list)
+    # Close each connection after answering, without saying so (an idle timeout).
+    drop_idle: bool = False
 
 
 def handler(server: Server) -> type[BaseHTTPRequestHandler]:
@@ -62,6 +65,8 @@ def handler(server: Server) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)
+            if server.drop_idle:
+                self.close_connection = True
 
     return Handler
 
@@ -272,3 +277,12 @@ def test_transport_is_checked_and_an_injected_client_keeps_boto3(server: Server)
         ep.infer("m.tar.gz", INPUTS)
         assert ep.transport == "boto3"
     assert "amz-sdk-invocation-id" in server.seen[0]
+
+
+def test_a_connection_the_server_closed_is_not_reused(server: Server) -> None:
+    server.drop_idle = True
+    with Endpoint("ep", endpoint_url=server.url, retries=ONCE) as ep:
+        for _ in range(3):  # one attempt each: a stale connection would fail the call
+            np.testing.assert_array_equal(ep.infer("m.tar.gz", INPUTS)["OUTPUT0"], [0, 2, 4, 6])
+            time.sleep(0.2)  # idle long enough for the server's close to arrive
+    assert len(server.seen) == 3

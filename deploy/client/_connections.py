@@ -1,0 +1,125 @@
+"""Keep-alive HTTP(S) connections to one host, for the direct transport.
+
+urllib3's `urlopen` spends about 0.05 ms of CPU per call on its own
+machinery (timeouts, retries and response objects, header dicts), as much
+as the whole exchange over `http.client`; the direct transport talks to one
+host only, so it keeps `http.client` connections in a small LIFO pool of its
+own. The sockets are `DeadlineTransport`'s: every blocking operation stops
+at the calling thread's deadline. Failures raise botocore's exceptions, as
+`DeadlineTransport.urlopen` does, so both transports fail alike.
+"""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import ssl
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+from botocore.exceptions import (
+    ConnectionClosedError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    ReadTimeoutError,
+    SSLError,
+)
+from urllib3.util.url import parse_url
+from urllib3.util.wait import wait_for_read
+
+from deploy.client._deadline import DeadlineExceededError
+from deploy.client._transport import _adopt, _DeadlineSSLSocket
+
+
+def _connect(address: tuple[str, int], timeout: Any = None, source: Any = None) -> socket.socket:
+    return _adopt(socket.create_connection(address, timeout, source))
+
+
+class Connections:
+    """Up to `max_idle` idle connections to `url`'s host; `ca_bundle` verifies TLS
+    (None: botocore's default bundle)."""
+
+    def __init__(
+        self, url: str, *, connect_timeout: float, max_idle: int, ca_bundle: str | None = None
+    ) -> None:
+        parts = parse_url(url)
+        self.url = url
+        self.tls = parts.scheme == "https"
+        self.host = parts.host or ""
+        self.port = parts.port or (443 if self.tls else 80)
+        self.path = parts.request_uri
+        self.connect_timeout = connect_timeout
+        self.max_idle = max_idle
+        self._context: ssl.SSLContext | None = None
+        if self.tls:
+            from botocore.httpsession import get_cert_path
+
+            self._context = ssl.create_default_context(cafile=ca_bundle or get_cert_path(True))
+            self._context.sslsocket_class = _DeadlineSSLSocket
+        self._idle: deque[http.client.HTTPConnection] = deque()
+
+    def _new(self, left: float) -> http.client.HTTPConnection:
+        timeout = min(self.connect_timeout, max(left, 0.001))
+        connection: http.client.HTTPConnection
+        if self._context is not None:
+            connection = http.client.HTTPSConnection(
+                self.host, self.port, timeout=timeout, context=self._context
+            )
+        else:
+            connection = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        connection._create_connection = _connect  # type: ignore[attr-defined]
+        try:
+            connection.connect()
+        except ssl.SSLError as exc:
+            raise SSLError(endpoint_url=self.url, error=exc) from exc
+        except (TimeoutError, DeadlineExceededError) as exc:
+            raise ConnectTimeoutError(endpoint_url=self.url, error=exc) from exc
+        except OSError as exc:
+            raise EndpointConnectionError(endpoint_url=self.url, error=exc) from exc
+        assert connection.sock is not None
+        connection.sock.settimeout(None)  # from here the deadline alone bounds it
+        return connection
+
+    def _take(self, left: float) -> http.client.HTTPConnection:
+        while self._idle:
+            try:
+                connection = self._idle.pop()
+            except IndexError:  # another thread took the last one
+                break
+            # Readable while idle: the server closed it (or sent garbage).
+            if connection.sock is not None and not wait_for_read(connection.sock, timeout=0.0):
+                return connection
+            connection.close()
+        return self._new(left)
+
+    def request(
+        self, method: str, body: Any, headers: Mapping[str, str], left: float
+    ) -> tuple[int, http.client.HTTPMessage, bytes]:
+        """Status, headers and the whole body of one exchange."""
+        connection = self._take(left)
+        try:
+            connection.request(method, self.path, body, dict(headers))
+            response = connection.getresponse()
+            data = response.read()
+        except ssl.SSLError as exc:
+            connection.close()
+            raise SSLError(endpoint_url=self.url, error=exc) from exc
+        except (TimeoutError, DeadlineExceededError) as exc:
+            connection.close()
+            raise ReadTimeoutError(endpoint_url=self.url, error=exc) from exc
+        except (OSError, http.client.HTTPException) as exc:
+            connection.close()
+            raise ConnectionClosedError(endpoint_url=self.url) from exc
+        except BaseException:
+            connection.close()
+            raise
+        if response.will_close or len(self._idle) >= self.max_idle:
+            connection.close()
+        else:
+            self._idle.append(connection)
+        return response.status, response.headers, data
+
+    def close(self) -> None:
+        while self._idle:
+            self._idle.pop().close()
