@@ -1,8 +1,8 @@
 """The calling thread's deadline for one call (connect, send, every read).
 
-`deadline(seconds)` sets it for a block; `DeadlineTransport`
-(`deploy.client._transport`) makes every socket operation inside the block
-give up when it passes.
+`deadline(seconds)` sets it for a block; the sockets of
+`deploy.client._transport` (which both transports send over) make every
+operation inside the block give up when it passes.
 """
 
 from __future__ import annotations

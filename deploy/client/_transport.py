@@ -2,12 +2,14 @@
 
 botocore's `read_timeout` bounds each socket read, so a server (or a proxy in
 between) that sends a byte every few seconds keeps a call alive for as long
-as it likes. `Endpoint` therefore sends InvokeEndpoint through
+as it likes. The sockets here check the calling thread's deadline before
+each blocking operation, so no thread or timer runs per call. The direct
+transport (`deploy.client._connections`) sends over them; with
+`transport="boto3"`, `Endpoint` sends InvokeEndpoint through
 `DeadlineTransport`, hooked into botocore's `before-send` event (a handler
 may answer the request itself): botocore still builds, signs and parses every
 request; the transport only moves its bytes, over urllib3 (botocore's own
-HTTP library) with sockets that check the calling thread's deadline before
-each blocking operation, so no thread or timer runs per call.
+HTTP library).
 
 A proxy from the environment (HTTP(S)_PROXY) is left to botocore's own
 transport, where `timeout` bounds each read only.
