@@ -292,9 +292,7 @@ class AsyncInvocations:
         task = asyncio.get_running_loop().create_task(self._run(job))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        log.info(
-            "async request %s queued: %s", job.inference_id, _url(job.bucket, job.key)
-        )
+        log.info("async request %s queued: %s", job.inference_id, _url(job.bucket, job.key))
         return (
             202,
             [
@@ -528,8 +526,7 @@ class AsyncInvocations:
                 chunk = await pending
                 if not chunk:
                     raise InvocationFailedError(
-                        f"the input {_url(job.bucket, job.key)} ended after {sent} of "
-                        f"{size} bytes"
+                        f"the input {_url(job.bucket, job.key)} ended after {sent} of {size} bytes"
                     )
                 sent += len(chunk)
                 if sent < size:

@@ -10,6 +10,10 @@ import deploy.client
 PUBLIC = {
     "DEFAULT_MAX_PAYLOAD",
     "AsyncEndpoint",
+    "AsyncInferenceOptions",
+    "AsyncLane",
+    "AsyncLocations",
+    "AsyncPendingInference",
     "Classification",
     "ClientError",
     "DecodedResponse",
@@ -25,6 +29,7 @@ PUBLIC = {
     "ModelInfo",
     "ModelNotFoundError",
     "PayloadTooLargeError",
+    "PendingInference",
     "ResponseFormatError",
     "RetriesExhaustedError",
     "RetryPolicy",
