@@ -60,9 +60,14 @@ class AsyncLocations:
         return bucket, prefix
 
 
+def stage_root(endpoint_name: str) -> str:
+    """The key prefix holding a stage's input/, output/ and failure/ prefixes."""
+    return f"{ASYNC_ROOT}{endpoint_name}/"
+
+
 def stage_locations(bucket: str, endpoint_name: str) -> AsyncLocations:
     """The prefixes of a stage on AWS (see the module docstring)."""
-    return AsyncLocations.under(f"s3://{bucket}/{ASYNC_ROOT}{endpoint_name}/")
+    return AsyncLocations.under(f"s3://{bucket}/{stage_root(endpoint_name)}")
 
 
 def output_key(prefix: str, name: str) -> str:
