@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +26,7 @@ from deploy.async_inference.layout import (
     AsyncLocations,
     manifest_section,
 )
+from deploy.errors import LocalEndpointError
 from deploy.local import wire
 from deploy.local.async_invocations import HEADERS, AsyncInvocations
 from deploy.local.endpoint import EndpointOptions
@@ -38,6 +41,32 @@ log = logging.getLogger(__name__)
 
 ASYNC_HOSTING = "async"
 _ASYNC_SUFFIX = b"/async-invocations"
+
+
+def router_repository(location: str, scratch: Path) -> Path:
+    """The repository to serve: `location` itself, or the models of a router-layout
+    store (its manifest's one archive, downloaded if on S3, extracted under `scratch`)."""
+    from deploy.local.archive import extract_archive
+    from deploy.local.serve import is_store
+    from deploy.local.store import open_store
+
+    if not is_store(location):
+        return Path(location)
+    store = open_store(location)
+    archive = (store.manifest() or {}).get("archive")
+    if not isinstance(archive, dict) or not isinstance(archive.get("key"), str):
+        raise LocalEndpointError(
+            "a store of per-model archives (multi-model) cannot be served with --hosting async",
+            where=location,
+            fix="pass the model repository, or a store with one archive and a router "
+            "(`deploy neuron package` output)",
+        )
+    downloaded = store.fetch(archive["key"], scratch / "download")
+    repository = scratch / "repository"
+    extract_archive(
+        downloaded, repository, expected_sha256=archive.get("sha256"), name=archive["key"]
+    )
+    return repository
 
 
 def _s3_client() -> Any:
@@ -82,7 +111,7 @@ class AsyncLocalEndpoint(SingleModelEndpoint):
 
     def __init__(
         self,
-        repository: str | Path,
+        location: str | Path,
         *,
         locations: AsyncLocations,
         work_dir: Path | None = None,
@@ -93,13 +122,22 @@ class AsyncLocalEndpoint(SingleModelEndpoint):
         router_instances: int = DEFAULT_ROUTER_INSTANCES,
         s3_client: Callable[[], Any] = _s3_client,
     ) -> None:
-        super().__init__(
-            repository,
-            work_dir=work_dir,
-            options=options,
-            router=router,
-            router_instances=router_instances,
-        )
+        own_work_dir = work_dir is None
+        work_dir = work_dir or Path(tempfile.mkdtemp(prefix="deploy-local-"))
+        try:
+            repository = router_repository(str(location), work_dir / "store")
+            super().__init__(
+                repository,
+                work_dir=work_dir,
+                options=options,
+                router=router,
+                router_instances=router_instances,
+            )
+        except BaseException:
+            if own_work_dir:
+                shutil.rmtree(work_dir, ignore_errors=True)
+            raise
+        self._own_work_dir = own_work_dir
         self.locations = locations
         # As the stock image's serve script: only the default model at start.
         self.supervisor.load_models = (router,)
@@ -137,7 +175,7 @@ class AsyncLocalEndpoint(SingleModelEndpoint):
 
 
 def serve_async_forever(
-    repository: Path,
+    location: str,
     options: EndpointOptions,
     locations: AsyncLocations,
     ready: threading.Event | None = None,
@@ -145,7 +183,9 @@ def serve_async_forever(
     max_concurrent: int = 4,
     state_dir: Path | None = STATE_DIR,
 ) -> None:
-    """`deploy serve --hosting async`: run until SIGINT/SIGTERM, then stop."""
+    """`deploy serve --hosting async`: run until SIGINT/SIGTERM, then stop.
+
+    `location` is a model repository or a router-layout store (`router_repository`)."""
     prepare_record(options, state_dir)
 
     def started(endpoint: AsyncLocalEndpoint) -> None:
@@ -162,11 +202,11 @@ def serve_async_forever(
             endpoint.supervisor.log_path,
         )
         if state_dir is not None:
-            record(endpoint, str(repository), state_dir)
+            record(endpoint, location, state_dir)
 
     serve_until_signal(
         lambda: AsyncLocalEndpoint(
-            repository, locations=locations, options=options, max_concurrent=max_concurrent
+            location, locations=locations, options=options, max_concurrent=max_concurrent
         ),
         started,
         ready,

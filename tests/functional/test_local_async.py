@@ -359,3 +359,112 @@ def test_the_lane_takes_20_megabytes_and_real_time_keeps_1_megabyte(
         assert result.target_model == local_endpoint.target_model("strings")
         assert lane.completed == done + 1
         assert not any("async lane" in r.getMessage() for r in caplog.records)
+
+
+# --- `deploy serve --hosting async` ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("arguments", "exit_code", "message"),
+    [
+        (["--async-output", "s3://b/async/"], 2, "--async-output"),
+        (["--hosting", "single-model", "--async-max-concurrent", "3"], 2, "apply to --hosting"),
+        (["--hosting", "async"], 2, "needs the S3 prefix"),
+        (["--hosting", "async", "--async-output", "/tmp/x"], 1, "is not an s3://BUCKET/PREFIX/"),
+        (["--hosting", "async", "--async-output", "s3://b/", "--max-loaded-models", "2"], 2, ""),
+        (["--hosting", "nonsense"], 2, "serves multi-model or single-model or async"),
+    ],
+)
+def test_serve_refuses_flags_that_do_not_fit(
+    arguments: list[str], exit_code: int, message: str, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from deploy.cli import app
+
+    repository = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "sleepy", repository / "sleepy")
+    result = CliRunner().invoke(
+        app, ["serve", str(repository), "--port", "0", "--state-dir", str(tmp_path), *arguments]
+    )
+    assert result.exit_code == exit_code, result.output
+    assert message in result.output
+
+
+def test_deploy_serve_hosting_async_serves_a_packaged_store(
+    moto_server: str, tmp_path: Path
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from deploy.local.state import read_state
+    from deploy.neuron.package import package_single_model
+
+    # GIVEN a router-layout store (one archive + manifest) packaged from a repository
+    repository = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "bytestats", repository / "bytestats")
+    package_single_model(repository, tmp_path / "store")
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=moto_server,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    s3.create_bucket(Bucket="serve-cli-async")
+    environment = {
+        **os.environ,
+        "AWS_ENDPOINT_URL": moto_server,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    # WHEN `deploy serve STORE --hosting async --async-output ...` runs
+    state_dir = tmp_path / "state"
+    command = [
+        sys.executable,
+        "-m",
+        "deploy",
+        "serve",
+        str(tmp_path / "store"),
+        "--hosting",
+        "async",
+        "--async-output",
+        "s3://serve-cli-async/jobs/",
+        "--port",
+        "0",
+        "--endpoint-name",
+        "cli-async",
+        "--state-dir",
+        str(state_dir),
+    ]
+    process = subprocess.Popen(
+        command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    try:
+        deadline = time.monotonic() + 120
+        state = None
+        while state is None and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.5)
+            state = read_state("cli-async", state_dir)
+        assert state is not None, process.stdout.read().decode() if process.stdout else ""
+        # THEN the SDK gets its answer through the S3 prefixes it names
+        data = np.arange(3000, dtype=np.uint8)
+        with pytest.MonkeyPatch.context() as patch:
+            for name in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+                patch.setenv(name, environment[name])
+            with Endpoint("cli-async", endpoint_url=state.url, region="us-east-1") as endpoint:
+                manifest = endpoint._manifest.get()
+                result = endpoint.infer("bytestats", {"DATA": data})
+        assert manifest is not None and manifest.async_inference is not None
+        assert manifest.async_inference.input_prefix == "s3://serve-cli-async/jobs/input/"
+        np.testing.assert_array_equal(
+            result["HISTOGRAM"], _bytestats().reference(data)["HISTOGRAM"]
+        )
+    finally:
+        process.send_signal(signal.SIGINT)
+        output = process.communicate(timeout=60)[0].decode()
+    assert process.returncode == 0, output
+    assert "requests from s3://serve-cli-async/jobs/input/" in " ".join(output.split())
