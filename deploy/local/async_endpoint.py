@@ -92,6 +92,12 @@ class AsyncFrontEnd(SingleModelFrontEnd):
                     f"Endpoint {name} of account {wire.LOCAL_ACCOUNT} not found."
                 ).encode()
             return self.invocations.accept(request.headers)
+        if path == b"/models" and request.method == b"GET":
+            listing = self.platform.listing()
+            listing["hosting"] = ASYNC_HOSTING
+            listing["endpoint_name"] = self.endpoint_name
+            listing["async_inference"] = self.invocations.listing()
+            return 200, [("Content-Type", "application/json")], json.dumps(listing).encode()
         return await super().handle(request)
 
     async def _invoke(self, request: _Request, endpoint: str) -> Reply:

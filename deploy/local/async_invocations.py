@@ -254,6 +254,7 @@ class AsyncInvocations:
         self._tasks: set[asyncio.Task[None]] = set()
         self.completed = 0
         self.failed = 0
+        self.run_seconds = 0.0  # time spent running requests that completed
 
     # -- helpers ----------------------------------------------------------------------
     async def blocking(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -274,6 +275,7 @@ class AsyncInvocations:
             "queued_or_running": len(self._tasks),
             "completed": self.completed,
             "failed": self.failed,
+            "run_seconds": round(self.run_seconds, 3),
         }
 
     async def close(self) -> None:
@@ -417,6 +419,7 @@ class AsyncInvocations:
                 await self._write_failure(job, f"the local endpoint failed: {exc}")
                 return
             self.completed += 1
+            self.run_seconds += time.monotonic() - started
             log.info(
                 "async request %s done in %.2fs: %s",
                 job.inference_id,
