@@ -27,6 +27,7 @@ from deploy.hosting import mode_for
 from infra.errors import InfraConfigError
 from infra.instances import instance_spec
 from infra.stacks.api import ApiStack
+from infra.stacks.async_endpoint import AsyncEndpointStack
 from infra.stacks.endpoint import EndpointStack
 from infra.stacks.model_store import ModelStoreStack
 from infra.stacks.network import NetworkStack
@@ -54,6 +55,7 @@ def build_app(
 ) -> StageApp:
     """Compose the stage's stacks in `app` (a new one writing to `outdir` if not given)."""
     mode = mode_for(settings)
+    mode.check_settings(settings)  # the mode's own rules, before any construct exists
     endpoint_stack = endpoint_stack_for(mode.name, settings.instance_type)
     if app is None:
         app = cdk.App(outdir=str(outdir) if outdir is not None else None, context=_pinned_context())
@@ -124,6 +126,7 @@ ENDPOINT_STACKS: dict[str, Callable[..., cdk.Stack]] = {
     "multi-model": EndpointStack,
     "single-model": SingleModelEndpointStack,
     "serverless": ServerlessEndpointStack,
+    "async": AsyncEndpointStack,
 }
 
 

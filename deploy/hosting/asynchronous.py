@@ -1,9 +1,11 @@
 """`hosting = "async"`: a SageMaker asynchronous endpoint (request bodies in S3).
 
 InvokeEndpointAsync has no TargetModel, so the mode uses the router layout
-under `async/` in the model store. Its settings checks, endpoint stack and the
-SDK's asynchronous path are not in this version: `check_settings` refuses
-the mode before anything is packaged.
+under `async/` in the model store, on GPU or CPU instances (the SageMaker
+Triton image). It may scale to zero (`min_instance_count = 0`): requests wait
+in SageMaker's queue until an instance runs. The endpoint stack is
+`infra/stacks/async_endpoint.py`; requests, answers and errors live under
+`async/<endpoint>/` of the model-store bucket (`deploy.async_inference`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,6 @@ MODE = HostingMode(
     name=ASYNC,
     summary="asynchronous endpoint: one archive behind the router, request bodies in S3",
     layout=RouterLayout(FOLDER),
-    check_settings=rules.not_available(ASYNC),
+    check_settings=rules.all_of(rules.known_instance, rules.async_instance),
     endpoint_stack=ASYNC,
 )

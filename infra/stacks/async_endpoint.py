@@ -3,7 +3,8 @@
 Same shape as `EndpointStack` (alarms, topic, dashboard, outputs) with
 `AsyncInferenceEndpoint` and queue-based autoscaling (`AsyncAutoscaling`, to
 zero when `min_instance_count` is 0). The archive SageMaker loads is
-`<model prefix><archive key>`; requests, answers and errors live under
+`<model prefix><infra.model_archive>` (`async/model.tar.gz` unless `deploy up`
+names a content-derived key); requests, answers and errors live under
 `async/<endpoint name>/` of the model-store bucket (`deploy.async_inference`).
 """
 
@@ -17,6 +18,7 @@ from constructs import Construct
 
 from deploy.async_inference.layout import stage_root
 from deploy.config import DeploySettings
+from deploy.hosting.asynchronous import FOLDER
 from infra.constructs.async_autoscaling import AsyncAutoscaling
 from infra.constructs.async_endpoint import ROUTER_MODEL, AsyncInferenceEndpoint
 from infra.constructs.model_store import ModelStore
@@ -33,7 +35,7 @@ from infra.instances import has_instance_storage, instance_spec, triton_image_ur
 
 @dataclass(frozen=True)
 class AsyncStageOptions:
-    """What an asynchronous stage sets beyond the settings every stage has."""
+    """What the asynchronous endpoint takes from the stage's settings (`from_settings`)."""
 
     archive_key: str = "async/model.tar.gz"  # under the model prefix
     initial_instance_count: int = 1
@@ -48,6 +50,20 @@ class AsyncStageOptions:
         if self.initial_instance_count < 1:
             raise ValueError("an asynchronous endpoint starts with at least one instance")
 
+    @classmethod
+    def from_settings(cls, settings: DeploySettings) -> AsyncStageOptions:
+        infra = settings.infra
+        return cls(
+            archive_key=infra.model_archive or f"{FOLDER}model.tar.gz",
+            initial_instance_count=infra.initial_instance_count,
+            min_instance_count=infra.min_instance_count,
+            max_instance_count=infra.max_instance_count,
+            max_concurrent_invocations_per_instance=infra.async_max_concurrent_invocations,
+            backlog_per_instance=infra.async_backlog_per_instance,
+            scale_in_cooldown_s=infra.scale_in_cooldown_s,
+            scale_out_cooldown_s=infra.scale_out_cooldown_s,
+        )
+
 
 class AsyncEndpointStack(Stack):
     def __init__(
@@ -58,10 +74,11 @@ class AsyncEndpointStack(Stack):
         settings: DeploySettings,
         network: PrivateNetwork,
         store: ModelStore,
-        options: AsyncStageOptions,
+        options: AsyncStageOptions | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
+        options = options or AsyncStageOptions.from_settings(settings)
         infra = settings.infra
         spec = instance_spec(settings.instance_type)
         image_uri = triton_image_uri(

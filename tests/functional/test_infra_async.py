@@ -23,6 +23,7 @@ from deploy.config import DeploySettings, load_settings
 from infra.constructs.async_endpoint import HTTP_MAX_INPUT_SIZE, container_environment
 from infra.nag import REVIEWED
 from infra.stacks.async_endpoint import AsyncStageOptions
+from infra.synth import synthesize
 
 assertions: Any = importlib.import_module("aws_cdk.assertions")
 Match: Any = assertions.Match
@@ -34,7 +35,6 @@ IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/sagemaker-tritonserver"
 @dataclass
 class Stage:
     settings: DeploySettings
-    options: AsyncStageOptions
     outdir: Path
     paths: dict[str, Path]
 
@@ -47,60 +47,26 @@ class Stage:
         return assertions.Template.from_json(self.json(component))
 
 
-def synthesize_async(settings: DeploySettings, options: AsyncStageOptions, outdir: Path) -> Stage:
-    """The stage's model-store, network and asynchronous endpoint stacks, with cdk-nag."""
-    import aws_cdk as cdk
-    from cdk_nag import AwsSolutionsChecks
-
-    from infra.stacks.async_endpoint import AsyncEndpointStack
-    from infra.stacks.model_store import ModelStoreStack
-    from infra.stacks.network import NetworkStack
-    from infra.synth import OFFLINE_ACCOUNT, _pinned_context
-
-    app = cdk.App(outdir=str(outdir), context=_pinned_context())
-    env = cdk.Environment(account=OFFLINE_ACCOUNT, region=settings.region)
-    store = ModelStoreStack(
-        app,
-        settings.stack_name("model-store"),
-        prefix=settings.infra.model_prefix,
-        endpoint_name=settings.endpoint_name,
-        bucket_name=None,
-        kms_key_arn=None,
-        env=env,
-    )
-    network = NetworkStack(
-        app, settings.stack_name("network"), vpc_id=None, model_bucket=store.store.bucket, env=env
-    )
-    endpoint = AsyncEndpointStack(
-        app,
-        settings.stack_name("endpoint"),
-        settings=settings,
-        network=network.network,
-        store=store.store,
-        options=options,
-        env=env,
-    )
-    cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
-    assembly = app.synth()
-    paths = {
-        stack.stack_name: Path(assembly.get_stack_by_name(stack.stack_name).template_full_path)
-        for stack in (store, network, endpoint)
-    }
-    return Stage(settings, options, outdir, paths)
+def synthesize_async(settings: DeploySettings, outdir: Path) -> Stage:
+    """The stage as the CDK app composes it (`infra.synth`, cdk-nag on)."""
+    return Stage(settings, outdir, synthesize(settings, outdir))
 
 
 @pytest.fixture(scope="module")
 def gpu_stage(tmp_path_factory: pytest.TempPathFactory) -> Stage:
     settings = load_settings(
-        stage="gpu", endpoint_name="triton-async", instance_type="ml.g5.xlarge"
+        stage="gpu",
+        endpoint_name="triton-async",
+        instance_type="ml.g5.xlarge",
+        hosting="async",
+        infra={
+            "min_instance_count": 0,
+            "max_instance_count": 3,
+            "async_max_concurrent_invocations": 2,
+            "async_backlog_per_instance": 3.0,
+        },
     )
-    options = AsyncStageOptions(
-        min_instance_count=0,
-        max_instance_count=3,
-        max_concurrent_invocations_per_instance=2,
-        backlog_per_instance=3.0,
-    )
-    return synthesize_async(settings, options, tmp_path_factory.mktemp("async-gpu"))
+    return synthesize_async(settings, tmp_path_factory.mktemp("async-gpu"))
 
 
 @pytest.fixture(scope="module")
@@ -109,9 +75,10 @@ def cpu_stage(tmp_path_factory: pytest.TempPathFactory) -> Stage:
         stage="cpu",
         endpoint_name="triton-async-cpu",
         instance_type="ml.m5.xlarge",
+        hosting="async",
         infra={"triton_version": "26.05"},
     )
-    return synthesize_async(settings, AsyncStageOptions(), tmp_path_factory.mktemp("async-cpu"))
+    return synthesize_async(settings, tmp_path_factory.mktemp("async-cpu"))
 
 
 @pytest.fixture(scope="module", params=["gpu", "cpu"])
@@ -419,3 +386,22 @@ def test_async_stacks_create_on_moto_cloudformation(cpu_stage: Stage, moto_serve
     assert container["Environment"]["SAGEMAKER_TRITON_DEFAULT_MODEL_NAME"] == "router"
     topics = client("sns").list_topics()["Topics"]
     assert len([t for t in topics if "SuccessTopic" in t["TopicArn"]]) >= 1
+
+
+def test_the_app_has_no_front_door_for_an_asynchronous_stage(gpu_stage: Stage) -> None:
+    # The HTTP API sends TargetModel; an asynchronous endpoint takes requests from S3.
+    assert [name.rsplit("-", 1)[1] for name in gpu_stage.paths] == [
+        "store",
+        "network",
+        "endpoint",
+    ]
+
+
+def test_scale_to_zero_is_refused_for_other_modes_before_synth(tmp_path: Path) -> None:
+    from deploy.errors import ConfigError
+
+    settings = load_settings(instance_type="ml.m5.xlarge", infra={"min_instance_count": 0})
+    with pytest.raises(ConfigError, match="only an asynchronous endpoint") as raised:
+        synthesize(settings, tmp_path)
+    assert raised.value.where == "infra.min_instance_count"
+    assert list(tmp_path.iterdir()) == []
