@@ -22,8 +22,10 @@ from typing import Any
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
+from deploy.client.manifest import ASYNC
 from deploy.config import DeploySettings
 from deploy.hosting import mode_for
+from deploy.hosting.rules import keeps_an_instance
 from infra.errors import InfraConfigError
 from infra.instances import instance_spec
 from infra.stacks.api import ApiStack
@@ -55,7 +57,8 @@ def build_app(
 ) -> StageApp:
     """Compose the stage's stacks in `app` (a new one writing to `outdir` if not given)."""
     mode = mode_for(settings)
-    mode.check_settings(settings)  # the mode's own rules, before any construct exists
+    if mode.name != ASYNC:
+        keeps_an_instance(settings)  # only asynchronous endpoints scale to zero
     endpoint_stack = endpoint_stack_for(mode.name, settings.instance_type)
     if app is None:
         app = cdk.App(outdir=str(outdir) if outdir is not None else None, context=_pinned_context())
