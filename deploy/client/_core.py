@@ -216,6 +216,14 @@ def route(
         through_s3 = None
         if manifest.async_inference is not None:
             through_s3 = AsyncTarget(None, manifest.async_inference)
+        elif manifest.hosting == ASYNC:
+            raise ManifestError(
+                "has hosting async but names no S3 prefixes (async_inference): it is a "
+                "package manifest, not the one `deploy up` published",
+                where=manifest.source,
+                fix="use the manifest the endpoint's stage published (found from the "
+                "endpoint when manifest= is left out)",
+            )
         return Route(model, None, info, {ROUTER_PARAMETER: name}, info is not None, through_s3)
     if target_model is not None:
         return Route(model, target_model, info)

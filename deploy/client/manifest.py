@@ -14,7 +14,9 @@ and the Lambda bundle (handlers/) carries a byte-for-byte copy of this file
                        "kind", "sha256", "bytes", "source_digest", "backend",
                        "platform", "contains", ...}},
      "async_inference": {"input_prefix", "output_prefix", "failure_prefix"},
-                                                (async: s3:// URLs ending in "/")
+                                                (async: s3:// URLs ending in "/"; the
+                                                 published manifest has them, a package
+                                                 before `deploy up` binds it to a stage not)
      "async_lane": {"endpoint_name", "input_prefix", "output_prefix", "failure_prefix"},
                                                 (a real-time endpoint's asynchronous
                                                  partner for requests over 6 MB)
@@ -296,8 +298,8 @@ def parse(document: Any, source: str) -> Manifest:
         raise ManifestFormatError(f"has invalid router {router!r}", where=source)
     archive = _archive(document.get("archive"), f"{source}: archive")
     locations = None
-    if hosting == ASYNC:
-        locations = _locations(document.get("async_inference"), f"{source}: async_inference")
+    if document.get("async_inference") is not None:
+        locations = _locations(document["async_inference"], f"{source}: async_inference")
     lane = None
     if document.get("async_lane") is not None:
         lane = _lane(document["async_lane"], f"{source}: async_lane")
@@ -405,8 +407,7 @@ def _archive(entry: Any, where: str) -> ArchiveRef | None:
 def _locations(entry: Any, where: str) -> AsyncLocations:
     if not isinstance(entry, dict):
         raise ManifestFormatError(
-            "is missing: an async manifest names its input, output and failure prefixes",
-            where=where,
+            "is not an object naming the input, output and failure prefixes", where=where
         )
     urls = []
     for key in ("input_prefix", "output_prefix", "failure_prefix"):

@@ -10,17 +10,31 @@ in SageMaker's queue until an instance runs. The endpoint stack is
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from deploy.async_inference.layout import manifest_section, stage_locations
 from deploy.client.manifest import ASYNC
 from deploy.hosting import rules
 from deploy.hosting.mode import HostingMode
 from deploy.hosting.router import RouterLayout
 
+if TYPE_CHECKING:
+    from deploy.config import DeploySettings
+
 FOLDER = "async/"
+
+
+def manifest_sections(settings: DeploySettings, bucket: str) -> Mapping[str, Any]:
+    """The published manifest names the stage's S3 prefixes: clients need nothing else."""
+    return {"async_inference": manifest_section(stage_locations(bucket, settings.endpoint_name))}
+
 
 MODE = HostingMode(
     name=ASYNC,
     summary="asynchronous endpoint: one archive behind the router, request bodies in S3",
-    layout=RouterLayout(FOLDER),
+    layout=RouterLayout(FOLDER, hosting=ASYNC),
     check_settings=rules.all_of(rules.known_instance, rules.async_instance),
     endpoint_stack=ASYNC,
+    manifest_sections=manifest_sections,
 )

@@ -62,8 +62,10 @@ def parameters(request: Prepared) -> dict[str, Any]:
 
 
 def test_async_manifest_needs_its_prefixes() -> None:
-    with pytest.raises(ManifestError, match=r"async_inference.*input, output and failure"):
-        manifest("async")
+    # A package's manifest before `deploy up` binds it to a stage has none: refused on use.
+    unbound = manifest("async")
+    with pytest.raises(ManifestError, match="hosting async but names no S3 prefixes"):
+        route("strings", None, unbound, None)
     broken = {**PREFIXES, "failure_prefix": "s3://store/no-slash"}
     with pytest.raises(ManifestError, match="failure_prefix 's3://store/no-slash'"):
         manifest("async", async_inference=broken)
