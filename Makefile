@@ -70,6 +70,7 @@ bench: install models
 	$(PY) bench/adapter_batching.py
 	$(PY) bench/neuron_batching.py
 	$(PY) bench/lifecycle.py
+	$(PY) bench/async_round_trip.py
 
 clean:
 	rm -rf $(STAMPS) cdk.out build dist .pytest_cache .mypy_cache .ruff_cache

@@ -55,7 +55,9 @@ class InfraSettings(BaseModel):
         None, pattern=r"^\d{12}$", description="AWS account id (None: the CLI's credentials)."
     )
     initial_instance_count: int = Field(1, ge=1, description="Instances the variant starts with.")
-    min_instance_count: int = Field(1, ge=1, description="Autoscaling minimum.")
+    min_instance_count: int = Field(
+        1, ge=0, description="Autoscaling minimum (0: hosting async scales to zero when idle)."
+    )
     max_instance_count: int = Field(2, ge=1, description="Autoscaling maximum.")
     target_invocations_per_instance: float = Field(
         100.0, gt=0, description="Target tracking on SageMakerVariantInvocationsPerInstance."
@@ -124,6 +126,15 @@ class InfraSettings(BaseModel):
                 + ", ".join(str(size) for size in SERVERLESS_MEMORY_MB)
             )
         return value
+
+    async_max_concurrent_invocations: int = Field(
+        4, ge=1, le=1000, description="hosting async: MaxConcurrentInvocationsPerInstance."
+    )
+    async_backlog_per_instance: float = Field(
+        5.0,
+        gt=0,
+        description="hosting async: target tracking on ApproximateBacklogSizePerInstance.",
+    )
 
     @model_validator(mode="after")
     def _counts_are_ordered(self) -> InfraSettings:

@@ -26,6 +26,11 @@ REVIEWED: dict[str, str] = {
         "SageMaker names the endpoint's log streams at run time inside "
         "/aws/sagemaker/Endpoints/<endpoint>; the grant is limited to that log group"
     ),
+    "async-prefixes": (
+        "SageMaker names asynchronous requests' answers and errors at run time, and "
+        "clients name their requests by content; the grants are limited to the endpoint's "
+        "input (read), output and failure (write) prefixes"
+    ),
     "data-capture-prefix": (
         "SageMaker names data-capture objects by variant, date and request at run time; "
         "the write grant is limited to the endpoint's capture prefix"

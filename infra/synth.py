@@ -22,11 +22,14 @@ from typing import Any
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
+from deploy.client.manifest import ASYNC
 from deploy.config import DeploySettings
 from deploy.hosting import mode_for
+from deploy.hosting.rules import keeps_an_instance
 from infra.errors import InfraConfigError
 from infra.instances import instance_spec
 from infra.stacks.api import ApiStack
+from infra.stacks.async_endpoint import AsyncEndpointStack
 from infra.stacks.endpoint import EndpointStack
 from infra.stacks.model_store import ModelStoreStack
 from infra.stacks.network import NetworkStack
@@ -54,6 +57,8 @@ def build_app(
 ) -> StageApp:
     """Compose the stage's stacks in `app` (a new one writing to `outdir` if not given)."""
     mode = mode_for(settings)
+    if mode.name != ASYNC:
+        keeps_an_instance(settings)  # only asynchronous endpoints scale to zero
     endpoint_stack = endpoint_stack_for(mode.name, settings.instance_type)
     if app is None:
         app = cdk.App(outdir=str(outdir) if outdir is not None else None, context=_pinned_context())
@@ -124,6 +129,7 @@ ENDPOINT_STACKS: dict[str, Callable[..., cdk.Stack]] = {
     "multi-model": EndpointStack,
     "single-model": SingleModelEndpointStack,
     "serverless": ServerlessEndpointStack,
+    "async": AsyncEndpointStack,
 }
 
 

@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
 
 
 # The hosting modes `deploy serve` runs on this machine (deploy.hosting names them all).
-SERVED_HOSTINGS = ("multi-model", "single-model")
+SERVED_HOSTINGS = ("multi-model", "single-model", "async")
 
 
 def serve(
@@ -100,10 +100,29 @@ def serve(
         typer.Option(
             "--hosting",
             "--mode",
-            help="multi-model (SageMaker MME), or single-model: the router layout, every "
-            "model of the repository STORE loaded behind a generated router.",
+            help="multi-model (SageMaker MME); single-model: the inf1 layout, every model "
+            "of the repository STORE loaded behind a generated router; async: the same "
+            "layout behind InvokeEndpointAsync, requests and answers in S3 (--async-output).",
         ),
     ] = "multi-model",
+    async_output: Annotated[
+        str | None,
+        typer.Option(
+            "--async-output",
+            help="--hosting async: the S3 prefix s3://BUCKET/PREFIX/ holding requests "
+            "(input/), answers (output/) and errors (failure/); AWS_ENDPOINT_URL reaches "
+            "an S3 emulator.",
+        ),
+    ] = None,
+    async_max_concurrent: Annotated[
+        int,
+        typer.Option(
+            "--async-max-concurrent",
+            min=1,
+            max=1000,
+            help="--hosting async: requests run at once (MaxConcurrentInvocationsPerInstance).",
+        ),
+    ] = 4,
     profile: Annotated[
         str | None,
         typer.Option("--profile", help="AWS profile for an s3:// STORE (default: AWS_PROFILE)."),
@@ -136,7 +155,19 @@ def serve(
             f"{mode!r}: this version serves {' or '.join(SERVED_HOSTINGS)} locally",
             param_hint="--hosting/--mode",
         )
-    if mode == "single-model":
+    if mode != "async":
+        reject(
+            ctx,
+            {"async_output": "--async-output", "async_max_concurrent": "--async-max-concurrent"},
+            because=f"to --hosting {mode}; they apply to --hosting async",
+        )
+    elif async_output is None:
+        raise typer.BadParameter(
+            "--hosting async needs the S3 prefix for requests and answers, e.g. "
+            "--async-output s3://my-bucket/async/",
+            param_hint="--async-output",
+        )
+    if mode in ("single-model", "async"):
         reject(
             ctx,
             {
@@ -145,7 +176,7 @@ def serve(
                 "auto_complete_config": "--auto-complete-config",
                 "package_dir": "--package-dir",
             },
-            because="to --hosting single-model: every model is loaded at start, none evicted",
+            because=f"to --hosting {mode}: one router serves every model, none evicted",
         )
     elif package_dir is not None and is_store(store):
         reject(
@@ -178,6 +209,19 @@ def serve(
         ),
         triton_clients=_clients(triton_clients),
     )
+    if mode == "async":
+        from deploy.async_inference import AsyncLocations
+        from deploy.local.async_endpoint import serve_async_forever
+
+        assert async_output is not None  # checked above
+        serve_async_forever(
+            store,
+            options,
+            AsyncLocations.under(async_output),
+            max_concurrent=async_max_concurrent,
+            state_dir=state_dir,
+        )
+        return
     if mode == "single-model":
         from deploy.local.single_model import serve_single_model_forever
 

@@ -9,11 +9,18 @@
 The same code runs against the local endpoint (`endpoint_url=`) and AWS. It
 speaks Triton's v2 binary protocol over SageMaker `InvokeEndpoint`, resolves
 logical model names to TargetModels through the model store's manifest,
-validates inputs before sending, and retries transient failures. Only numpy,
+validates inputs before sending, and retries transient failures. On an
+asynchronous endpoint (and for large requests to a stage's async lane) the
+same calls go through S3 and InvokeEndpointAsync. Only numpy,
 botocore/boto3 and (for `AsyncEndpoint`) aiohttp are needed.
 """
 
 from deploy.client._async import AsyncEndpoint
+from deploy.client._async_inference import (
+    AsyncInferenceOptions,
+    AsyncPendingInference,
+    PendingInference,
+)
 from deploy.client._codec import DecodedResponse, EncodedRequest, Tensor, decode, encode
 from deploy.client._core import DEFAULT_MAX_PAYLOAD
 from deploy.client._dtypes import from_bfloat16, to_bfloat16
@@ -29,7 +36,7 @@ from deploy.client._errors import (
     ResponseFormatError,
     RetriesExhaustedError,
 )
-from deploy.client._manifest import Manifest, ModelInfo, TensorSpec
+from deploy.client._manifest import AsyncLane, AsyncLocations, Manifest, ModelInfo, TensorSpec
 from deploy.client._result import Classification, InferResult
 from deploy.client._retry import RetryPolicy
 from deploy.client._sync import Endpoint
@@ -37,6 +44,10 @@ from deploy.client._sync import Endpoint
 __all__ = [
     "DEFAULT_MAX_PAYLOAD",
     "AsyncEndpoint",
+    "AsyncInferenceOptions",
+    "AsyncLane",
+    "AsyncLocations",
+    "AsyncPendingInference",
     "Classification",
     "ClientError",
     "DecodedResponse",
@@ -52,6 +63,7 @@ __all__ = [
     "ModelInfo",
     "ModelNotFoundError",
     "PayloadTooLargeError",
+    "PendingInference",
     "ResponseFormatError",
     "RetriesExhaustedError",
     "RetryPolicy",

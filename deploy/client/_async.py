@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from deploy.client._async_inference import AsyncInferenceOptions, AsyncPendingInference
 from deploy.client._core import (
-    DEFAULT_MAX_PAYLOAD,
     ManifestSource,
     Prepared,
     finish,
@@ -56,8 +56,10 @@ class AsyncEndpoint:
         timeout: float = DEFAULT_TIMEOUT,
         connect_timeout: float = 10.0,
         retries: RetryPolicy | int = DEFAULT_RETRIES,
-        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD,
+        max_payload_bytes: int | None = None,
         max_connections: int = 64,
+        async_options: AsyncInferenceOptions | None = None,
+        async_endpoint_url: str | None = None,
     ) -> None:
         if importlib.util.find_spec("aiohttp") is None:
             raise ModuleNotFoundError(
@@ -76,6 +78,8 @@ class AsyncEndpoint:
             connect_timeout=connect_timeout,
             retries=retries,
             max_payload_bytes=max_payload_bytes,
+            async_options=async_options,
+            async_endpoint_url=async_endpoint_url,
         )
         self.name = name
         self.timeout = timeout
@@ -117,6 +121,26 @@ class AsyncEndpoint:
                 raise
             return await self._send(again)
 
+    async def submit(
+        self,
+        model: str,
+        inputs: Mapping[str, Any],
+        outputs: Sequence[str] | None = None,
+        *,
+        target_model: str | None = None,
+        class_count: int | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> AsyncPendingInference:
+        """See `Endpoint.submit`; the handle's `done()` and `wait()` are awaited."""
+        prepared = await self._prepare(
+            model, inputs, outputs, target_model, class_count, parameters
+        )
+        if prepared.route.asynchronous is None:
+            return AsyncPendingInference(result=await self._send(prepared))
+        client = self._sync._asynchronous()
+        call = await asyncio.to_thread(client.submit, prepared, self.name)
+        return AsyncPendingInference(call=call, client=client)
+
     async def model_info(self, model: str) -> ModelInfo | None:
         """See `Endpoint.model_info`."""
         return await asyncio.to_thread(self._sync.model_info, model)
@@ -155,10 +179,15 @@ class AsyncEndpoint:
             parameters=parameters,
             max_payload_bytes=self.max_payload_bytes,
             endpoint=self.name,
-            hosting=manifest.hosting if manifest is not None else None,
+            manifest=manifest,
         )
 
     async def _send(self, prepared: Prepared) -> InferResult:
+        if prepared.route.asynchronous is not None:
+            # S3 transfers and InvokeEndpointAsync are boto3 calls: in a thread.
+            client = self._sync._asynchronous()
+            call = await asyncio.to_thread(client.submit, prepared, self.name)
+            return await client.wait_async(call)
         attempts = Attempts(self.retries, f"endpoint {self.name!r}")
         while True:
             attempts.start()

@@ -6,6 +6,7 @@ No I/O happens here except reading the manifest through `ManifestSource`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,7 @@ from deploy.client._codec import EncodedRequest, decode_response, encode_input, 
 from deploy.client._errors import (
     ManifestError,
     ModelNotFoundError,
+    PayloadTooLargeError,
     ResponseFormatError,
 )
 from deploy.client._manifest import (
@@ -25,14 +27,23 @@ from deploy.client._manifest import (
 )
 from deploy.client._result import InferResult
 from deploy.client._validate import check_input_names, check_outputs, check_payload, check_shape
-from deploy.client.manifest import ASYNC, ROUTER, ROUTER_PARAMETER, SERVERLESS
+from deploy.client.manifest import (
+    ASYNC,
+    MULTI_MODEL,
+    ROUTER,
+    ROUTER_PARAMETER,
+    SERVERLESS,
+    AsyncLocations,
+)
 
-# SageMaker real-time InvokeEndpoint accepts at most 6 MB of payload.
+# SageMaker real-time InvokeEndpoint accepts at most 6 MB of payload,
+# InvokeEndpointAsync 1 GB (the request body travels through S3).
 DEFAULT_MAX_PAYLOAD = 6 * 1024 * 1024
 # Serverless endpoints take at most 4 MB per request (and response); asynchronous
 # endpoints take request bodies of up to 1 GB through S3.
 SERVERLESS_MAX_PAYLOAD = 4 * 1024 * 1024
 ASYNC_MAX_PAYLOAD = 1024**3
+log = logging.getLogger("deploy.client")
 _ARCHIVE_SUFFIX = ".tar.gz"
 # Where the local endpoint (`deploy serve`) serves its store's manifest; SageMaker's
 # runtime has no such path, so elsewhere the GET simply fails and names stay unresolved.
@@ -166,14 +177,25 @@ class ManifestSource:
 
 
 @dataclass(frozen=True, slots=True)
+class AsyncTarget:
+    """An asynchronous endpoint to send through S3: `endpoint` None is the endpoint
+    itself (hosting async), else the async lane paired with it."""
+
+    endpoint: str | None
+    locations: AsyncLocations
+
+
+@dataclass(frozen=True, slots=True)
 class Route:
-    """Where a request goes: the TargetModel header (or None) and extra parameters."""
+    """Where a request goes: the TargetModel header (or None), extra parameters,
+    and the asynchronous endpoint when it goes through S3."""
 
     model: str
     target_model: str | None
     info: ModelInfo | None
     parameters: dict[str, Any] = field(default_factory=dict)
     from_manifest: bool = False
+    asynchronous: AsyncTarget | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +213,18 @@ def route(
     if manifest is not None and manifest.addressing == ROUTER:
         # One router model behind the endpoint: it picks the model by request parameter.
         name = target_model or (info.name if info is not None else model)
-        return Route(model, None, info, {ROUTER_PARAMETER: name}, info is not None)
+        through_s3 = None
+        if manifest.async_inference is not None:
+            through_s3 = AsyncTarget(None, manifest.async_inference)
+        elif manifest.hosting == ASYNC:
+            raise ManifestError(
+                "has hosting async but names no S3 prefixes (async_inference): it is a "
+                "package manifest, not the one `deploy up` published",
+                where=manifest.source,
+                fix="use the manifest the endpoint's stage published (found from the "
+                "endpoint when manifest= is left out)",
+            )
+        return Route(model, None, info, {ROUTER_PARAMETER: name}, info is not None, through_s3)
     if target_model is not None:
         return Route(model, target_model, info)
     if info is not None:
@@ -220,12 +253,16 @@ def prepare(
     *,
     class_count: int | None,
     parameters: Mapping[str, Any] | None,
-    max_payload_bytes: int,
+    max_payload_bytes: int | None,
     endpoint: str,
-    hosting: str | None = None,
+    manifest: Manifest | None = None,
 ) -> Prepared:
-    """Encode and check one request against the endpoint's limit (`max_payload_bytes`,
-    lowered to 4 MB when the manifest's `hosting` is serverless)."""
+    """Encode and check one request against its hosting mode's limit.
+
+    `max_payload_bytes` None is the mode's own limit (6 MB real-time, 4 MB
+    serverless, 1 GB asynchronous); a smaller one given applies too. A
+    real-time request over it goes to the stage's async lane when the
+    manifest names one, and is refused otherwise."""
     info = chosen.info
     if info is not None:
         check_input_names(info, inputs.keys())
@@ -244,19 +281,50 @@ def prepare(
     merged = {**(parameters or {}), **chosen.parameters}
     request = encode_request(encoded, wanted, class_count=class_count, parameters=merged)
     where = f"endpoint {endpoint!r}, model {chosen.model!r}"
+    hosting = manifest.hosting if manifest is not None else None
+    size = len(request.body)
+    if chosen.asynchronous is not None:
+        check_payload(size, max_payload_bytes or ASYNC_MAX_PAYLOAD, where, hosting=ASYNC)
+        return Prepared(chosen, request, wanted)
     if hosting == SERVERLESS:
-        limit = min(max_payload_bytes, SERVERLESS_MAX_PAYLOAD)
-        check_payload(
-            len(request.body),
+        limit = min(max_payload_bytes or SERVERLESS_MAX_PAYLOAD, SERVERLESS_MAX_PAYLOAD)
+    else:
+        limit = max_payload_bytes or DEFAULT_MAX_PAYLOAD
+    if size <= limit:
+        return Prepared(chosen, request, wanted)
+    lane = manifest.async_lane if manifest is not None else None
+    if lane is None or size > ASYNC_MAX_PAYLOAD:
+        raise PayloadTooLargeError(
+            size,
             limit,
-            where,
-            hosting=SERVERLESS,
-            alternative=ASYNC,
+            where=where,
+            hosting=hosting or (MULTI_MODEL if chosen.target_model else None),
+            alternative=ASYNC if size <= ASYNC_MAX_PAYLOAD else None,
             alternative_limit=ASYNC_MAX_PAYLOAD,
         )
-    else:
-        check_payload(len(request.body), max_payload_bytes, where)
-    return Prepared(chosen, request, wanted)
+    name = chosen.info.name if chosen.info is not None else chosen.model
+    laned = Route(
+        chosen.model,
+        None,
+        chosen.info,
+        {ROUTER_PARAMETER: name},
+        chosen.from_manifest,
+        AsyncTarget(lane.endpoint_name, lane.locations),
+    )
+    log.debug(
+        "model %r: the request is %d bytes, over the real-time limit of %d bytes; sending it "
+        "to the async lane, endpoint %r, through %s",
+        chosen.model,
+        size,
+        limit,
+        lane.endpoint_name,
+        lane.locations.input_prefix,
+    )
+    del request  # the router needs the model named in the request: encode again
+    merged = {**(parameters or {}), **laned.parameters}
+    request = encode_request(encoded, wanted, class_count=class_count, parameters=merged)
+    check_payload(len(request.body), ASYNC_MAX_PAYLOAD, where, hosting=ASYNC)
+    return Prepared(laned, request, wanted)
 
 
 def finish(prepared: Prepared, body: bytes, content_type: str | None) -> InferResult:

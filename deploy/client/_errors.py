@@ -12,7 +12,8 @@ the subclasses say what went wrong and carry the details as attributes.
     ├── ModelError                 the model or Triton rejected the request (not retried)
     ├── EndpointError              the endpoint or the service failed the call
     │   └── RetriesExhaustedError  a transient failure outlived the retry policy
-    └── InferenceTimeoutError      a call or the whole retry sequence ran out of time
+    └── InferenceTimeoutError      a call, the whole retry sequence or an asynchronous
+                                   request's wait for its answer ran out of time
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ class PayloadTooLargeError(InvalidInputError):
     """The encoded request is larger than the endpoint accepts.
 
     `hosting` names the endpoint's hosting mode when known; `alternative` the
-    mode that takes a request of this size, up to `alternative_limit` bytes.
+    mode that takes a request of this size (None: none does), up to
+    `alternative_limit` bytes.
     """
 
     def __init__(
@@ -63,7 +65,13 @@ class PayloadTooLargeError(InvalidInputError):
         fix = "send a smaller batch, or raise max_payload_bytes if the endpoint allows more"
         if alternative is not None and (alternative_limit is None or size <= alternative_limit):
             message += f"; hosting {alternative!r} takes requests up to {alternative_limit} bytes"
-            fix = f'send a smaller batch, or deploy the models with hosting = "{alternative}"'
+            fix = (
+                f'send a smaller batch, or deploy the models with hosting = "{alternative}" '
+                "(or pair this endpoint with one: the manifest's async_lane)"
+            )
+        elif hosting is not None:
+            message += "; no hosting mode takes a larger request"
+            fix = "split the request into smaller batches"
         super().__init__(message, where=where, fix=fix)
         self.size = size
         self.limit = limit

@@ -16,19 +16,25 @@ from typing import Any
 from deploy.client import manifest as _format
 from deploy.client._errors import ManifestError
 from deploy.client.manifest import (
+    ASYNC,
     MANIFEST_NAME,
     MULTI_MODEL,
     ROUTER,
     SINGLE_MODEL,
+    AsyncLane,
+    AsyncLocations,
     ModelInfo,
     TensorSpec,
 )
 
 __all__ = [
+    "ASYNC",
     "MANIFEST_NAME",
     "MULTI_MODEL",
     "ROUTER",
     "SINGLE_MODEL",
+    "AsyncLane",
+    "AsyncLocations",
     "Manifest",
     "ModelInfo",
     "TensorSpec",
@@ -59,6 +65,8 @@ class Manifest(_format.Manifest):
             parsed.router,
             parsed.archive,
             parsed.extra,
+            parsed.async_inference,
+            parsed.async_lane,
         )
 
     @classmethod

@@ -9,8 +9,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from deploy.client._async_inference import (
+    AsyncInferenceClient,
+    AsyncInferenceOptions,
+    PendingInference,
+)
 from deploy.client._core import (
-    DEFAULT_MAX_PAYLOAD,
     ManifestLocation,
     ManifestSource,
     Prepared,
@@ -60,6 +64,14 @@ class Endpoint:
     transport, where botocore's read timeout bounds each read only. With
     `endpoint_url` and no AWS credentials, requests go unsigned (the local
     endpoint).
+
+    `max_payload_bytes` None is the hosting mode's limit (6 MB real-time,
+    1 GB asynchronous). On an asynchronous endpoint (manifest `"hosting":
+    "async"`), and for requests over 6 MB when the manifest pairs the
+    endpoint with an async lane, requests travel through S3 as
+    `async_options` (`AsyncInferenceOptions`) says; `async_endpoint_url`
+    sends the lane's InvokeEndpointAsync elsewhere than `endpoint_url`
+    (a second local endpoint).
     """
 
     def __init__(
@@ -74,8 +86,10 @@ class Endpoint:
         timeout: float = DEFAULT_TIMEOUT,
         connect_timeout: float = 10.0,
         retries: RetryPolicy | int = DEFAULT_RETRIES,
-        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD,
+        max_payload_bytes: int | None = None,
         transport: Literal["direct", "boto3"] = "direct",
+        async_options: AsyncInferenceOptions | None = None,
+        async_endpoint_url: str | None = None,
     ) -> None:
         if transport not in ("direct", "boto3"):
             raise ValueError(f"transport must be 'direct' or 'boto3', not {transport!r}")
@@ -88,6 +102,10 @@ class Endpoint:
         self.connect_timeout = connect_timeout
         self.retries = retries if isinstance(retries, RetryPolicy) else RetryPolicy(retries)
         self.max_payload_bytes = max_payload_bytes
+        self.async_options = async_options or AsyncInferenceOptions()
+        self.async_endpoint_url = async_endpoint_url
+        self._async_client: AsyncInferenceClient | None = None
+        self._async_runtimes: dict[str | None, Any] = {}
         self._session = session
         self._runtime = client
         self._transport: DeadlineTransport | None = None
@@ -139,6 +157,27 @@ class Endpoint:
                 raise
             return self._send(again)
 
+    def submit(
+        self,
+        model: str,
+        inputs: Mapping[str, Any],
+        outputs: Sequence[str] | None = None,
+        *,
+        target_model: str | None = None,
+        class_count: int | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> PendingInference:
+        """Send a request and return without waiting for an asynchronous answer.
+
+        On an asynchronous endpoint (or the async lane) the returned handle's
+        `wait()` polls S3 for the answer; a request answered in real time
+        comes back already done."""
+        prepared = self._prepare(model, inputs, outputs, target_model, class_count, parameters)
+        if prepared.route.asynchronous is None:
+            return PendingInference(result=self._send(prepared))
+        client = self._asynchronous()
+        return PendingInference(call=client.submit(prepared, self.name), client=client)
+
     def model_info(self, model: str) -> ModelInfo | None:
         """What the manifest declares for `model` (None when unknown or no manifest)."""
         manifest = self._manifest.get()
@@ -146,7 +185,7 @@ class Endpoint:
 
     def close(self) -> None:
         """Close the HTTP connections of clients this endpoint created."""
-        for client in [self._runtime, *self._clients.values()]:
+        for client in [self._runtime, *self._clients.values(), *self._async_runtimes.values()]:
             if client is not None and hasattr(client, "close"):
                 client.close()
         if self._transport is not None:
@@ -181,10 +220,13 @@ class Endpoint:
             parameters=parameters,
             max_payload_bytes=self.max_payload_bytes,
             endpoint=self.name,
-            hosting=manifest.hosting if manifest is not None else None,
+            manifest=manifest,
         )
 
     def _send(self, prepared: Prepared) -> InferResult:
+        if prepared.route.asynchronous is not None:
+            client = self._asynchronous()
+            return client.wait(client.submit(prepared, self.name))
         attempts = Attempts(self.retries, f"endpoint {self.name!r}")
         while True:
             attempts.start()
@@ -312,6 +354,95 @@ class Endpoint:
                     )
             self._direct_ready = True
         return self._direct
+
+    def _asynchronous(self) -> AsyncInferenceClient:
+        if self._async_client is None:
+            self._async_client = AsyncInferenceClient(
+                s3=self._data_s3,
+                invoke=self._invoke_async,
+                options=self.async_options,
+            )
+        return self._async_client
+
+    def _data_s3(self) -> Any:
+        """The S3 client that moves asynchronous requests and answers (created once)."""
+        if "s3-data" not in self._clients:
+            from botocore.config import Config
+
+            config = Config(
+                connect_timeout=self.connect_timeout,
+                read_timeout=max(self.timeout, 60.0),
+                retries={"total_max_attempts": 3, "mode": "standard"},
+                max_pool_connections=max(10, self.async_options.max_concurrency * 2),
+            )
+            self._clients["s3-data"] = self._boto_session().client(
+                "s3", region_name=self._region(), config=config
+            )
+        return self._clients["s3-data"]
+
+    def _invoke_async(self, request: dict[str, Any], endpoint: str, model: str) -> dict[str, Any]:
+        """InvokeEndpointAsync with the retry policy; botocore errors as SDK errors."""
+        from botocore.exceptions import (
+            BotoCoreError,
+            ConnectionClosedError,
+            HTTPClientError,
+            NoCredentialsError,
+        )
+        from botocore.exceptions import ClientError as BotoClientError
+        from botocore.exceptions import ConnectionError as BotoConnectionError
+
+        where = f"endpoint {endpoint!r}, model {model!r}"
+        lane = endpoint != self.name
+        runtime = self._async_runtime(self.async_endpoint_url if lane else self.endpoint_url)
+        attempts = Attempts(self.retries, f"endpoint {endpoint!r}")
+        while True:
+            attempts.start()
+            try:
+                try:
+                    answer: dict[str, Any] = runtime.invoke_endpoint_async(**request)
+                    return answer
+                except BotoClientError as exc:
+                    error = to_exception(
+                        _answer_from_botocore(exc.response), endpoint=endpoint, model=model
+                    )
+                    raise error from exc
+                except (BotoConnectionError, ConnectionClosedError, HTTPClientError) as exc:
+                    raise TransientError(
+                        EndpointError(f"connection failed: {exc}", where=where)
+                    ) from exc
+                except NoCredentialsError as exc:
+                    raise EndpointError(
+                        "no AWS credentials found",
+                        where=where,
+                        fix="configure credentials (AWS_PROFILE, environment) or pass session=",
+                    ) from exc
+                except BotoCoreError as exc:
+                    raise EndpointError(str(exc), where=where) from exc
+            except TransientError as failure:
+                time.sleep(attempts.delay_after(failure))
+
+    def _async_runtime(self, endpoint_url: str | None) -> Any:
+        """A sagemaker-runtime client for InvokeEndpointAsync (a quick call: no deadline
+        transport), one per URL."""
+        if endpoint_url not in self._async_runtimes:
+            from botocore import UNSIGNED
+            from botocore.config import Config
+
+            session = self._boto_session()
+            options: dict[str, Any] = {
+                "read_timeout": self.timeout,
+                "connect_timeout": self.connect_timeout,
+                "retries": {"total_max_attempts": 1, "mode": "standard"},
+            }
+            if endpoint_url is not None and session.get_credentials() is None:
+                options["signature_version"] = UNSIGNED
+            self._async_runtimes[endpoint_url] = session.client(
+                "sagemaker-runtime",
+                region_name=self._region(),
+                endpoint_url=endpoint_url,
+                config=Config(**options),
+            )
+        return self._async_runtimes[endpoint_url]
 
     @property
     def runtime(self) -> Any:

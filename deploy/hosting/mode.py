@@ -22,10 +22,10 @@ these parts differ.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from deploy.client.manifest import ADDRESSING
 from deploy.hosting.capacity import InfraSpec
@@ -40,6 +40,9 @@ SettingsCheck = Callable[["DeploySettings"], None]
 # The mode's rules for a repository's models: (settings, repository, settings file).
 RepositoryCheck = Callable[["DeploySettings", "Repository", str], Sequence["Diagnostic"]]
 Capacity = Callable[["DeploySettings"], InfraSpec]
+# Sections of the published manifest that name the stage's resources (the model-store
+# bucket given): hosting async names its S3 prefixes there.
+ManifestSections = Callable[["DeploySettings", str], Mapping[str, Any]]
 # Warnings about a package on this mode (e.g. a start-up budget), shown with the plan.
 PackageCheck = Callable[["DeploySettings", StagePackage], Sequence[str]]
 
@@ -79,6 +82,7 @@ class HostingMode:
     # serverless endpoint has no instances (its instance type only picks the image).
     on_instances: bool = True
     capacity: Capacity = instance_capacity
+    manifest_sections: ManifestSections | None = None
 
     @property
     def addressing(self) -> str:

@@ -16,7 +16,9 @@ MODE = HostingMode(
     name=MULTI_MODEL,
     summary="SageMaker multi-model endpoint: one archive per model, TargetModel per request",
     layout=PerModelLayout(),
-    check_settings=rules.all_of(rules.known_instance, rules.multi_model_instance),
+    check_settings=rules.all_of(
+        rules.known_instance, rules.multi_model_instance, rules.keeps_an_instance
+    ),
     endpoint_stack=MULTI_MODEL,
     front_door=True,
 )

@@ -55,6 +55,28 @@ def single_model_instance(settings: DeploySettings) -> None:
         )
 
 
+def keeps_an_instance(settings: DeploySettings) -> None:
+    """Only asynchronous endpoints scale to zero (they queue requests meanwhile)."""
+    if settings.infra.min_instance_count < 1:
+        raise ConfigError(
+            "min_instance_count 0 scales the endpoint to zero, which only an asynchronous "
+            "endpoint can do (its requests wait in a queue meanwhile)",
+            where="infra.min_instance_count",
+            fix='set min_instance_count to 1 or more, or use hosting = "async"',
+        )
+
+
+def async_instance(settings: DeploySettings) -> None:
+    """Asynchronous endpoints run the SageMaker Triton image: GPU or CPU instances."""
+    if family(settings.instance_type) in NO_MME_FAMILIES:
+        raise ConfigError(
+            f"{settings.instance_type} cannot host an asynchronous endpoint here: it runs the "
+            "SageMaker Triton image, which serves GPU and CPU instances",
+            where=INSTANCE,
+            fix="use a GPU (ml.g5.xlarge) or CPU (ml.m5.xlarge) instance",
+        )
+
+
 def not_available(mode: str) -> Callable[[DeploySettings], None]:
     """The check of a mode this version defines but cannot deploy yet."""
 

@@ -20,6 +20,8 @@ MODE = HostingMode(
     name=SINGLE_MODEL,
     summary="single-model endpoint: one archive, every model behind the router",
     layout=RouterLayout(FOLDER),
-    check_settings=rules.all_of(rules.known_instance, rules.single_model_instance),
+    check_settings=rules.all_of(
+        rules.known_instance, rules.single_model_instance, rules.keeps_an_instance
+    ),
     endpoint_stack=SINGLE_MODEL,
 )

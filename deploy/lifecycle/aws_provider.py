@@ -408,6 +408,10 @@ class AwsProvider:
         name = self._smoke_name or self.endpoint_name() or self.settings.endpoint_name
         return DataPlane(name, self.settings.region, self._smoke_url)
 
+    def store_bucket(self) -> str | None:
+        location = self.store_location()
+        return location.bucket if location is not None else None
+
     def publish_manifest(self, document: bytes) -> None:
         found = self.store()
         if found is None:

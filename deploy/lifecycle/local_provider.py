@@ -199,6 +199,9 @@ class LocalProvider:
     def publish_manifest(self, document: bytes) -> None:
         atomic_write_bytes(self.store_dir / MANIFEST, document)
 
+    def store_bucket(self) -> str | None:
+        return None  # a folder on this machine
+
     # -- background process ------------------------------------------------------
     def start(self, *, timeout_s: float = 60.0) -> LocalState:
         """Start `deploy serve` on the store in the background (once)."""

@@ -8,10 +8,14 @@ smoke-tested, the published manifest) is asked of the `HostingMode`.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 
+from deploy._files import atomic_write_bytes
+from deploy.client import manifest as contract
 from deploy.config import DeploySettings, settings_file
-from deploy.errors import ConfigError, ValidationFailedError
+from deploy.errors import ConfigError, DeployError, ValidationFailedError
 from deploy.hosting import HostingMode, StagePackage, StoredFile, mode_for
 from deploy.lifecycle.plan import InfraSpec, Plan
 from deploy.lifecycle.prices import estimate_for
@@ -89,6 +93,31 @@ def package(
 def read_package(mode: HostingMode, package_dir: Path) -> StagePackage:
     """A package written before, as it is (`deploy up --skip-package`)."""
     return mode.layout.read_package(mode.package_dir(package_dir))
+
+
+def bind_to_store(
+    settings: DeploySettings, provider: Provider, mode: HostingMode, package: StagePackage
+) -> StagePackage:
+    """The package with the sections of its manifest that name the stage's resources
+    (hosting async: the S3 prefixes), once the model store exists; other modes' as it is.
+
+    The bound manifest is written next to the package's (`manifest.stage.json`): the
+    smoke test reads it, and it is what is published."""
+    if mode.manifest_sections is None:
+        return package
+    bucket = provider.store_bucket()
+    if bucket is None:
+        raise DeployError(
+            f"hosting {mode.name} needs the model-store bucket, and the {provider.name} "
+            "provider has none",
+            where="hosting (--hosting)",
+            fix=f"deploy hosting {mode.name} to AWS",
+        )
+    document = {**package.document, **mode.manifest_sections(settings, bucket)}
+    path = package.manifest_path.with_name("manifest.stage.json")
+    atomic_write_bytes(path, (json.dumps(document, indent=2) + "\n").encode())
+    manifest = contract.parse(document, str(path))
+    return dataclasses.replace(package, manifest=manifest, document=document, manifest_path=path)
 
 
 def plan(

@@ -140,6 +140,7 @@ def _apply(
     pending = stages.pending_files(the_plan, package)
     _uploading(reporter, len(pending), sum(file.bytes for file in pending))
     result.uploads = stages.upload(the_plan, provider, package, reporter)
+    package = stages.bind_to_store(settings, provider, mode, package)
     reporter.stage("provision", _provisioning(infra.action, provider))
     stages.provision(infra, provider, desired, reporter)
     reporter.stage("wait", f"for endpoint {settings.endpoint_name} to be in service")

@@ -292,6 +292,7 @@ class _Connection(asyncio.Protocol):
         self.head_bytes = 0  # bytes read while a head is incomplete (see data_received)
         self.head_size = 0  # the current head's URL and header bytes
         self.max_head = self.guard.limits.max_header_bytes
+        self.kept_headers = frontend.kept_headers
         self.stopped = False  # reads no more requests
         self.last_reply: Reply | None = None  # the error answered once the queue is done
 
@@ -345,7 +346,7 @@ class _Connection(asyncio.Protocol):
     def on_header(self, name: bytes, value: bytes) -> None:
         self.head_size += len(name) + len(value) + 4
         name = name.lower()
-        if name in _KEPT_HEADERS:
+        if name in self.kept_headers:
             self.current.headers[name] = value
 
     def on_headers_complete(self) -> None:
@@ -501,6 +502,9 @@ class _Connection(asyncio.Protocol):
 
 class FrontEnd:
     """Routes requests to the platform and tritonserver; see the module docstring."""
+
+    # Request headers kept for routing; a subclass serving more operations adds its own.
+    kept_headers: frozenset[bytes] = _KEPT_HEADERS
 
     def __init__(
         self,

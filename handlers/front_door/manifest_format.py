@@ -13,6 +13,13 @@ and the Lambda bundle (handlers/) carries a byte-for-byte copy of this file
      "models": {NAME: {"name", "target_model", "max_batch_size", "inputs", "outputs",
                        "kind", "sha256", "bytes", "source_digest", "backend",
                        "platform", "contains", ...}},
+     "async_inference": {"input_prefix", "output_prefix", "failure_prefix"},
+                                                (async: s3:// URLs ending in "/"; the
+                                                 published manifest has them, a package
+                                                 before `deploy up` binds it to a stage not)
+     "async_lane": {"endpoint_name", "input_prefix", "output_prefix", "failure_prefix"},
+                                                (a real-time endpoint's asynchronous
+                                                 partner for requests over 6 MB)
      ...}                                       (keys of a hosting mode: kept as they are)
 
 `target_model` is what a client names the model with: the TargetModel of a
@@ -183,8 +190,39 @@ class ArchiveRef:
 
 
 @dataclass(frozen=True, slots=True)
+class AsyncLocations:
+    """Where an asynchronous endpoint's requests, answers and errors live (s3:// URLs)."""
+
+    input_prefix: str
+    output_prefix: str
+    failure_prefix: str
+
+    def to_document(self) -> dict[str, Any]:
+        return {
+            "input_prefix": self.input_prefix,
+            "output_prefix": self.output_prefix,
+            "failure_prefix": self.failure_prefix,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AsyncLane:
+    """The asynchronous endpoint paired with a real-time one for large requests."""
+
+    endpoint_name: str
+    locations: AsyncLocations
+
+    def to_document(self) -> dict[str, Any]:
+        return {"endpoint_name": self.endpoint_name, **self.locations.to_document()}
+
+
+@dataclass(frozen=True, slots=True)
 class Manifest:
-    """Logical model names → `ModelInfo`, plus how the endpoint hosts them."""
+    """Logical model names → `ModelInfo`, plus how the endpoint hosts them.
+
+    `async_inference` is set for hosting async; `async_lane` when a real-time
+    endpoint is paired with an asynchronous one for requests over 6 MB.
+    """
 
     hosting: str
     models: Mapping[str, ModelInfo]
@@ -192,6 +230,8 @@ class Manifest:
     router: str | None = None
     archive: ArchiveRef | None = None
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    async_inference: AsyncLocations | None = None
+    async_lane: AsyncLane | None = None
 
     @property
     def addressing(self) -> str:
@@ -212,6 +252,10 @@ class Manifest:
         document["models"] = {name: info.to_document() for name, info in self.models.items()}
         if self.archive is not None:
             document["archive"] = self.archive.to_document()
+        if self.async_inference is not None:
+            document["async_inference"] = self.async_inference.to_document()
+        if self.async_lane is not None:
+            document["async_lane"] = self.async_lane.to_document()
         return document | dict(self.extra)
 
     @classmethod
@@ -253,9 +297,15 @@ def parse(document: Any, source: str) -> Manifest:
     if router is not None and (not isinstance(router, str) or not router):
         raise ManifestFormatError(f"has invalid router {router!r}", where=source)
     archive = _archive(document.get("archive"), f"{source}: archive")
-    known = {"format", "hosting", "router", "models", "archive"}
+    locations = None
+    if document.get("async_inference") is not None:
+        locations = _locations(document["async_inference"], f"{source}: async_inference")
+    lane = None
+    if document.get("async_lane") is not None:
+        lane = _lane(document["async_lane"], f"{source}: async_lane")
+    known = {"format", "hosting", "router", "models", "archive", "async_inference", "async_lane"}
     extra = {key: value for key, value in document.items() if key not in known}
-    return Manifest(hosting, parsed, source, router, archive, extra)
+    return Manifest(hosting, parsed, source, router, archive, extra, locations, lane)
 
 
 def loads(raw: bytes, source: str) -> Manifest:
@@ -352,6 +402,34 @@ def _archive(entry: Any, where: str) -> ArchiveRef | None:
     if not isinstance(sha256, str) or type(size) is not int or size < 0:
         raise ManifestFormatError("needs sha256 (text) and bytes (a count)", where=where)
     return ArchiveRef(key, sha256, size)
+
+
+def _locations(entry: Any, where: str) -> AsyncLocations:
+    if not isinstance(entry, dict):
+        raise ManifestFormatError(
+            "is not an object naming the input, output and failure prefixes", where=where
+        )
+    urls = []
+    for key in ("input_prefix", "output_prefix", "failure_prefix"):
+        url = entry.get(key)
+        bucket = url.removeprefix("s3://").partition("/")[0] if isinstance(url, str) else ""
+        if not isinstance(url, str) or not url.startswith("s3://") or not url.endswith("/"):
+            raise ManifestFormatError(
+                f"{key} {url!r} is not an s3://bucket/prefix/ URL", where=where
+            )
+        if not bucket:
+            raise ManifestFormatError(f"{key} {url!r} names no bucket", where=where)
+        urls.append(url)
+    return AsyncLocations(*urls)
+
+
+def _lane(entry: Any, where: str) -> AsyncLane:
+    if not isinstance(entry, dict):
+        raise ManifestFormatError("is not an object", where=where)
+    name = entry.get("endpoint_name")
+    if not isinstance(name, str) or not name:
+        raise ManifestFormatError("has no endpoint_name", where=where)
+    return AsyncLane(name, _locations(entry, where))
 
 
 def _tensors(entries: Any, where: str) -> tuple[TensorSpec, ...]:

@@ -62,8 +62,9 @@ def prepared(
         kw.pop("outputs", None),
         class_count=kw.pop("class_count", None),
         parameters=kw.pop("parameters", None),
-        max_payload_bytes=kw.pop("limit", 6 * 1024 * 1024),
+        max_payload_bytes=kw.pop("limit", None),
         endpoint="ep",
+        manifest=manifest,
     )
 
 
@@ -184,7 +185,9 @@ def test_minus_one_accepts_any_size() -> None:
 
 
 def test_payload_limit_reports_both_sizes() -> None:
-    with pytest.raises(PayloadTooLargeError, match=r"\d+ bytes, over the endpoint's limit of 100"):
+    with pytest.raises(
+        PayloadTooLargeError, match=r"\d+ bytes, over the multi-model endpoint's limit of 100"
+    ):
         prepared("addsub", {"INPUT0": ROW, "INPUT1": ROW}, limit=100)
 
 

@@ -10,6 +10,10 @@ import deploy.client
 PUBLIC = {
     "DEFAULT_MAX_PAYLOAD",
     "AsyncEndpoint",
+    "AsyncInferenceOptions",
+    "AsyncLane",
+    "AsyncLocations",
+    "AsyncPendingInference",
     "Classification",
     "ClientError",
     "DecodedResponse",
@@ -25,6 +29,7 @@ PUBLIC = {
     "ModelInfo",
     "ModelNotFoundError",
     "PayloadTooLargeError",
+    "PendingInference",
     "ResponseFormatError",
     "RetriesExhaustedError",
     "RetryPolicy",
@@ -52,9 +57,10 @@ def test_every_error_is_a_client_error() -> None:
 def test_infer_signatures_match_between_sync_and_async() -> None:
     import inspect
 
-    sync = inspect.signature(deploy.client.Endpoint.infer)
-    async_ = inspect.signature(deploy.client.AsyncEndpoint.infer)
-    assert list(sync.parameters) == list(async_.parameters)
+    for method in ("infer", "submit"):
+        sync = inspect.signature(getattr(deploy.client.Endpoint, method))
+        async_ = inspect.signature(getattr(deploy.client.AsyncEndpoint, method))
+        assert list(sync.parameters) == list(async_.parameters), method
 
 
 def test_import_pulls_in_no_cli_or_heavy_modules() -> None:

@@ -62,11 +62,24 @@ def test_each_mode_checks_the_instance_it_is_given() -> None:
         mode_named("single-model").check_settings(load_settings(instance_type="ml.inf2.xlarge"))
 
 
-@pytest.mark.parametrize("name", ["async"])
-def test_modes_not_in_this_version_are_refused_before_anything_runs(name: str) -> None:
-    with pytest.raises(ConfigError, match=f"hosting '{name}' is not available") as raised:
-        mode_named(name).check_settings(load_settings(hosting=name))
-    assert raised.value.where == "hosting (--hosting)"
+def test_async_runs_on_gpu_or_cpu_and_alone_scales_to_zero() -> None:
+    to_zero = {"min_instance_count": 0}
+    for instance in ("ml.g5.xlarge", "ml.m5.xlarge"):
+        mode_named("async").check_settings(
+            load_settings(instance_type=instance, hosting="async", infra=to_zero)
+        )
+    with pytest.raises(ConfigError, match="cannot host an asynchronous endpoint") as raised:
+        mode_named("async").check_settings(
+            load_settings(instance_type="ml.inf1.xlarge", hosting="async")
+        )
+    assert raised.value.where == "instance_type (--instance)"
+    for name in ("multi-model", "single-model"):
+        with pytest.raises(ConfigError, match="only an asynchronous endpoint") as raised:
+            mode_named(name).check_settings(
+                load_settings(instance_type="ml.m5.xlarge", hosting=name, infra=to_zero)
+            )
+        assert raised.value.where == "infra.min_instance_count"
+        assert 'hosting = "async"' in (raised.value.fix or "")
 
 
 def test_modes_say_how_a_client_addresses_a_model_and_where_the_manifest_goes() -> None:

@@ -1,0 +1,220 @@
+"""The local endpoint in asynchronous mode: SageMaker's InvokeEndpointAsync here.
+
+The layout is the single-model one (every model of the repository behind the
+generated router, `deploy.local.single_model`), started the way the stock
+SageMaker Triton image starts a single-model endpoint: explicit control mode
+with only the router loaded (`--load-model=router`); the router loads the
+models it routes to. Requests arrive through S3 (`deploy.local.async_invocations`);
+InvokeEndpoint is refused, as SageMaker refuses it on an asynchronous endpoint.
+The manifest it serves says `"hosting": "async"` and names the S3 prefixes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, cast
+from urllib.parse import unquote
+
+from deploy.async_inference.layout import (
+    DEFAULT_INVOCATION_TIMEOUT_S,
+    AsyncLocations,
+    manifest_section,
+)
+from deploy.errors import LocalEndpointError
+from deploy.local import wire
+from deploy.local.async_invocations import HEADERS, AsyncInvocations
+from deploy.local.endpoint import EndpointOptions
+from deploy.local.frontend import FrontEnd, Reply, _Request
+from deploy.local.platform import ModelPlatform
+from deploy.local.serve import prepare_record, record, serve_until_signal
+from deploy.local.single_model import SingleModelEndpoint, SingleModelFrontEnd
+from deploy.local.state import STATE_DIR
+from deploy.neuron.router import DEFAULT_ROUTER_INSTANCES, ROUTER_NAME
+
+log = logging.getLogger(__name__)
+
+ASYNC_HOSTING = "async"
+_ASYNC_SUFFIX = b"/async-invocations"
+
+
+def router_repository(location: str, scratch: Path) -> Path:
+    """The repository to serve: `location` itself, or the models of a router-layout
+    store (its manifest's one archive, downloaded if on S3, extracted under `scratch`)."""
+    from deploy.local.archive import extract_archive
+    from deploy.local.serve import is_store
+    from deploy.local.store import open_store
+
+    if not is_store(location):
+        return Path(location)
+    store = open_store(location)
+    archive = (store.manifest() or {}).get("archive")
+    if not isinstance(archive, dict) or not isinstance(archive.get("key"), str):
+        raise LocalEndpointError(
+            "a store of per-model archives (multi-model) cannot be served with --hosting async",
+            where=location,
+            fix="pass the model repository, or a store with one archive and a router "
+            "(`deploy neuron package` output)",
+        )
+    downloaded = store.fetch(archive["key"], scratch / "download")
+    repository = scratch / "repository"
+    extract_archive(
+        downloaded, repository, expected_sha256=archive.get("sha256"), name=archive["key"]
+    )
+    return repository
+
+
+def _s3_client() -> Any:
+    import boto3
+
+    return boto3.client("s3")
+
+
+class AsyncFrontEnd(SingleModelFrontEnd):
+    """InvokeEndpointAsync → `AsyncInvocations`; InvokeEndpoint is refused."""
+
+    kept_headers = FrontEnd.kept_headers | HEADERS
+    invocations: AsyncInvocations
+
+    async def handle(self, request: _Request) -> Reply:
+        path = request.url.split(b"?", 1)[0]
+        if path.startswith(b"/endpoints/") and path.endswith(_ASYNC_SUFFIX):
+            if request.method != b"POST":
+                return wire.validation_error("InvokeEndpointAsync is a POST").encode()
+            name = unquote(path[11 : -len(_ASYNC_SUFFIX)].decode("utf-8", "replace"))
+            if name != self.endpoint_name:
+                return wire.validation_error(
+                    f"Endpoint {name} of account {wire.LOCAL_ACCOUNT} not found."
+                ).encode()
+            return self.invocations.accept(request.headers)
+        if path == b"/models" and request.method == b"GET":
+            listing = self.platform.listing()
+            listing["hosting"] = ASYNC_HOSTING
+            listing["endpoint_name"] = self.endpoint_name
+            listing["async_inference"] = self.invocations.listing()
+            return 200, [("Content-Type", "application/json")], json.dumps(listing).encode()
+        return await super().handle(request)
+
+    async def _invoke(self, request: _Request, endpoint: str) -> Reply:
+        return wire.validation_error(
+            f"Endpoint {endpoint} is an asynchronous endpoint: call InvokeEndpointAsync "
+            "(POST /endpoints/{name}/async-invocations) with the request's S3 location"
+        ).encode()
+
+    async def close(self) -> None:
+        await self.invocations.close()
+        await super().close()
+
+
+class AsyncLocalEndpoint(SingleModelEndpoint):
+    """An asynchronous SageMaker endpoint on this machine (start/stop/url as
+    `LocalEndpoint`); `locations` are the S3 prefixes it reads and writes."""
+
+    def __init__(
+        self,
+        location: str | Path,
+        *,
+        locations: AsyncLocations,
+        work_dir: Path | None = None,
+        options: EndpointOptions | None = None,
+        max_concurrent: int = 4,
+        invocation_timeout: float = DEFAULT_INVOCATION_TIMEOUT_S,
+        router: str = ROUTER_NAME,
+        router_instances: int = DEFAULT_ROUTER_INSTANCES,
+        s3_client: Callable[[], Any] = _s3_client,
+    ) -> None:
+        own_work_dir = work_dir is None
+        work_dir = work_dir or Path(tempfile.mkdtemp(prefix="deploy-local-"))
+        try:
+            repository = router_repository(str(location), work_dir / "store")
+            super().__init__(
+                repository,
+                work_dir=work_dir,
+                options=options,
+                router=router,
+                router_instances=router_instances,
+            )
+        except BaseException:
+            if own_work_dir:
+                shutil.rmtree(work_dir, ignore_errors=True)
+            raise
+        self._own_work_dir = own_work_dir
+        self.locations = locations
+        # As the stock image's serve script: only the default model at start.
+        self.supervisor.load_models = (router,)
+        self.manifest["hosting"] = ASYNC_HOSTING
+        self.manifest["async_inference"] = manifest_section(locations)
+        self.manifest_path.write_text(json.dumps(self.manifest, indent=2) + "\n")
+        self.invocations = AsyncInvocations(
+            endpoint_name=self.options.endpoint_name,
+            locations=locations,
+            triton_port=lambda: self.supervisor.port,
+            s3_client=s3_client,
+            max_concurrent=max_concurrent,
+            default_timeout=invocation_timeout,
+            model_name=router,
+            log_stream=f"file://{self.supervisor.log_path}",
+        )
+        frontend = AsyncFrontEnd(
+            cast(ModelPlatform, self.models),
+            lambda: self.supervisor.ready,
+            endpoint_name=self.options.endpoint_name,
+            max_payload=self.options.max_payload,
+            invoke_timeout=self.options.invoke_timeout,
+            log_path=str(self.supervisor.log_path),
+            manifest=lambda: self.manifest,
+            limits=self.options.connection_limits,
+        )
+        frontend.invocations = self.invocations
+        self.frontend = frontend
+
+    def listing(self) -> dict[str, Any]:
+        document = super().listing()
+        document["hosting"] = ASYNC_HOSTING
+        document["async_inference"] = self.invocations.listing()
+        return document
+
+
+def serve_async_forever(
+    location: str,
+    options: EndpointOptions,
+    locations: AsyncLocations,
+    ready: threading.Event | None = None,
+    *,
+    max_concurrent: int = 4,
+    state_dir: Path | None = STATE_DIR,
+) -> None:
+    """`deploy serve --hosting async`: run until SIGINT/SIGTERM, then stop.
+
+    `location` is a model repository or a router-layout store (`router_repository`)."""
+    prepare_record(options, state_dir)
+
+    def started(endpoint: AsyncLocalEndpoint) -> None:
+        log.info(
+            "asynchronous endpoint %r serving %s through %r at %s; requests from %s, "
+            "results to %s, failures to %s (log: %s)",
+            endpoint.endpoint_name,
+            ", ".join(sorted(endpoint.manifest["models"])),
+            endpoint.router,
+            endpoint.url,
+            locations.input_prefix,
+            locations.output_prefix,
+            locations.failure_prefix,
+            endpoint.supervisor.log_path,
+        )
+        if state_dir is not None:
+            record(endpoint, location, state_dir)
+
+    serve_until_signal(
+        lambda: AsyncLocalEndpoint(
+            location, locations=locations, options=options, max_concurrent=max_concurrent
+        ),
+        started,
+        ready,
+        state_dir=state_dir,
+    )
