@@ -73,8 +73,19 @@ class Layout(Protocol):
         """A few words for the smoke stage about the `count` models it calls."""
         ...
 
-    def package(self, repository: Path, out: Path, *, progress: bool = False) -> StagePackage:
-        """Write the package into `out` (incrementally where the layout can)."""
+    def package(
+        self,
+        repository: Path,
+        out: Path,
+        *,
+        progress: bool = False,
+        triton_version: str | None = None,
+    ) -> StagePackage:
+        """Write the package into `out` (incrementally where the layout can).
+
+        `triton_version` is the stage's SageMaker Triton image: it picks the Python
+        that models' `requirements.txt` environments are built for.
+        """
         ...
 
     def read_package(self, out: Path) -> StagePackage:

@@ -126,11 +126,18 @@ class PerModelLayout:
     def describe_smoke(self, count: int) -> str:
         return f"{count} new or changed model(s)"
 
-    def package(self, repository: Path, out: Path, *, progress: bool = False) -> StagePackage:
+    def package(
+        self,
+        repository: Path,
+        out: Path,
+        *,
+        progress: bool = False,
+        triton_version: str | None = None,
+    ) -> StagePackage:
         """Incremental packaging (unchanged models keep their archives)."""
         from deploy.packaging import package_repository
 
-        package_repository(repository, out, progress=progress)
+        package_repository(repository, out, progress=progress, triton_version=triton_version)
         return self.read_package(out)
 
     def read_package(self, out: Path) -> StagePackage:

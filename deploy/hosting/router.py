@@ -98,8 +98,19 @@ class RouterLayout:
     def describe_smoke(self, count: int) -> str:
         return f"{count} model(s) through the router"
 
-    def package(self, repository: Path, out: Path, *, progress: bool = False) -> StagePackage:
-        """One reproducible model.tar.gz (every model + the router) and its manifest."""
+    def package(
+        self,
+        repository: Path,
+        out: Path,
+        *,
+        progress: bool = False,
+        triton_version: str | None = None,
+    ) -> StagePackage:
+        """One reproducible model.tar.gz (every model + the router) and its manifest.
+
+        The router archive does not build `requirements.txt` environments yet, so
+        `triton_version` does not change it.
+        """
         from deploy.neuron.package import package_single_model
 
         package_single_model(repository, out, hosting=self.hosting)

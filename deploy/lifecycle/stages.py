@@ -84,10 +84,20 @@ def _validate_repository(
 
 
 def package(
-    mode: HostingMode, repository: Path, package_dir: Path, *, progress: bool = False
+    mode: HostingMode,
+    repository: Path,
+    package_dir: Path,
+    *,
+    progress: bool = False,
+    triton_version: str | None = None,
 ) -> StagePackage:
-    """The mode's layout written to its folder under `package_dir` (incrementally)."""
-    return mode.layout.package(repository, mode.package_dir(package_dir), progress=progress)
+    """The mode's layout written to its folder under `package_dir` (incrementally).
+
+    `triton_version` is the image the stage deploys (the Python of model environments).
+    """
+    return mode.layout.package(
+        repository, mode.package_dir(package_dir), progress=progress, triton_version=triton_version
+    )
 
 
 def read_package(mode: HostingMode, package_dir: Path) -> StagePackage:

@@ -104,7 +104,13 @@ def up(
         package = stages.read_package(mode, package_dir)
     else:
         reporter.stage("package", f"{repository} -> {folder} ({mode.layout.describe()})")
-        package = stages.package(mode, repository, package_dir, progress=reporter.package_progress)
+        package = stages.package(
+            mode,
+            repository,
+            package_dir,
+            progress=reporter.package_progress,
+            triton_version=settings.infra.triton_version,
+        )
     desired = stages.desired_infra(settings, mode)
     _planning(reporter, provider)
     the_plan, infra = stages.plan(settings, planner, mode, package, desired)

@@ -226,3 +226,25 @@ def test_a_model_without_an_environment_sees_only_the_image_packages(
     assert len(site_dirs) == 1 and "image-python" in site_dirs[0], bare["path"]
     assert bare["prefix"] != sys.base_prefix
     assert bare["numpy"].startswith("1.")
+
+
+def test_deploy_up_packages_environments_for_the_stage_image(tmp_path: Path) -> None:
+    """`deploy up`'s package stage builds environments for the stage's image, not the default."""
+    from deploy.config import load_settings
+    from deploy.hosting import mode_named
+    from deploy.lifecycle import stages
+
+    repo = tmp_path / "repo"
+    model(repo, "packaged", requirements=f"{PACKAGE}\n")
+    settings = load_settings(infra={"triton_version": "24.11"})
+    assert image_python(settings.infra.triton_version).python == "3.12"
+
+    store = tmp_path / "out"
+    stages.package(
+        mode_named("multi-model"), repo, store, triton_version=settings.infra.triton_version
+    )
+
+    manifest = json.loads((store / "manifest.json").read_text())
+    with tarfile.open(store / manifest["models"]["packaged"]["target_model"]) as tar:
+        env = tar.extractfile("packaged/python-env.tar.gz").read()  # type: ignore[union-attr]
+    assert b"lib/python3.12/site-packages/six.py" in __import__("gzip").decompress(env)
