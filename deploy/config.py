@@ -44,6 +44,9 @@ DEFAULT_CONFIG_FILE = "deploy.toml"
 DEFAULT_STAGE = "dev"
 # ServerlessConfig.MemorySizeInMB: 1 GB steps from 1 to 6 GB (SageMaker API reference).
 SERVERLESS_MEMORY_MB = (1024, 2048, 3072, 4096, 5120, 6144)
+# Neuron families: no multi-model endpoints, no SageMaker Triton image for an async lane
+# (deploy.hosting.rules.NO_MME_FAMILIES says the same; a test keeps the two equal).
+ASYNC_INCAPABLE_FAMILIES = ("inf1", "inf2", "trn1", "trn2")
 
 
 class InfraSettings(BaseModel):
@@ -173,6 +176,12 @@ class DeploySettings(BaseSettings):
         description="How the endpoint hosts the models: multi-model, single-model, async or "
         "serverless (deploy.hosting); unset: single-model on ml.inf1.*, else multi-model.",
     )
+    async_lane: bool = Field(
+        False,
+        description="hosting multi-model: pair the real-time endpoint with an asynchronous "
+        "one (`<endpoint_name>-async`, the router layout) that the SDK sends requests over "
+        "6 MB to; needs a GPU or CPU instance type.",
+    )
     local_port: int = Field(
         8080,
         ge=0,
@@ -192,6 +201,24 @@ class DeploySettings(BaseSettings):
         if f"-{self.stage}-" in f"-{self.endpoint_name}-":
             return f"{self.endpoint_name}-{component}"
         return f"{self.endpoint_name}-{self.stage}-{component}"
+
+    @model_validator(mode="after")
+    def _lane_needs_multi_model(self) -> DeploySettings:
+        if not self.async_lane:
+            return self
+        if self.hosting not in (None, "multi-model"):
+            raise ValueError(
+                f"async_lane pairs a multi-model endpoint with an asynchronous one; hosting "
+                f"{self.hosting!r} has no lane: remove async_lane or use hosting multi-model"
+            )
+        family = self.instance_type.split(".")[1] if self.instance_type.count(".") >= 2 else ""
+        if family in ASYNC_INCAPABLE_FAMILIES:
+            raise ValueError(
+                f"async_lane needs an instance type that runs the SageMaker Triton image "
+                f"(GPU or CPU, e.g. ml.g5.xlarge or ml.m5.xlarge); {self.instance_type} does "
+                "not: remove async_lane or change instance_type"
+            )
+        return self
 
     @field_validator("hosting")
     @classmethod

@@ -7,6 +7,8 @@ Stacks (named by `DeploySettings.stack_name`), in deployment order:
   bucket), flow logs, endpoint security group (not for serverless endpoints: they take
   no VPC);
 - `endpoint`: execution role, Model/EndpointConfig/Endpoint, autoscaling, alarms, dashboard;
+- `async-lane`: with `async_lane = true`, the asynchronous endpoint paired with the
+  multi-model one (`deploy.hosting.async_lane`: the async stack, the router archive);
 - `api`: HTTP API + Lambda front door (when `infra.api` is on).
 """
 
@@ -24,7 +26,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from deploy.client.manifest import ASYNC
 from deploy.config import DeploySettings
-from deploy.hosting import mode_for
+from deploy.hosting import async_lane, mode_for
 from deploy.hosting.rules import keeps_an_instance
 from infra.errors import InfraConfigError
 from infra.instances import instance_spec
@@ -39,7 +41,7 @@ from infra.stacks.single_model_endpoint import SingleModelEndpointStack
 # Used when neither the settings nor the CDK CLI name an account: synth stays
 # offline and reproducible (cdk.json pins this account's availability zones).
 OFFLINE_ACCOUNT = "000000000000"
-COMPONENTS = ("model-store", "network", "endpoint", "api")
+COMPONENTS = ("model-store", "network", "endpoint", "async-lane", "api")
 
 
 @dataclass
@@ -72,6 +74,8 @@ def build_app(
         settings.stack_name("model-store"),
         prefix=settings.infra.model_prefix,
         endpoint_name=settings.endpoint_name,
+        # The lane's alarms publish to the stage's topic, encrypted with the store's key.
+        also_endpoints=[async_lane.endpoint_name(settings)] if settings.async_lane else [],
         bucket_name=settings.infra.model_bucket_name,
         kms_key_arn=settings.infra.kms_key_arn,
         env=env,
@@ -105,6 +109,19 @@ def build_app(
         **placement,
     )
     stacks["endpoint"] = endpoint
+    if settings.async_lane:
+        lane = async_lane.lane_settings(settings)
+        stacks[async_lane.COMPONENT] = AsyncEndpointStack(
+            app,
+            settings.stack_name(async_lane.COMPONENT),
+            settings=lane,
+            store=store.store,
+            env=env,
+            tags=tags,
+            description=f"deploy {settings.stage}: asynchronous lane {lane.endpoint_name} "
+            f"of {settings.endpoint_name}",
+            **placement,
+        )
     # The front door sends TargetModel: only modes that address models that way have it.
     if settings.infra.api and mode.front_door:
         api = ApiStack(

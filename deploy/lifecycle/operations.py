@@ -17,8 +17,8 @@ from deploy.lifecycle.plan import superseded_archives
 
 # `deploy down` deletes in this order (the network imports the model-store bucket for
 # its S3 endpoint policy, so it goes first); without --purge only what is billed per hour.
-DOWN_ORDER = ("api", "endpoint", "network", "model-store")
-BILLED_HOURLY = ("api", "endpoint")
+DOWN_ORDER = ("api", "async-lane", "endpoint", "network", "model-store")
+BILLED_HOURLY = ("api", "async-lane", "endpoint")
 
 
 class StageOperations:

@@ -31,7 +31,7 @@ from typing import Any
 from deploy.config import DeploySettings
 from deploy.errors import ConfigError
 
-COMPONENTS = ("model-store", "network", "endpoint", "api")
+COMPONENTS = ("model-store", "network", "endpoint", "async-lane", "api")
 
 Synthesizer = Callable[[DeploySettings, Path], dict[str, Path]]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -25,6 +27,7 @@ class ModelStore(Construct):
         *,
         prefix: str,
         endpoint_name: str,
+        also_endpoints: Sequence[str] = (),
         bucket_name: str | None = None,
         kms_key_arn: str | None = None,
         noncurrent_days: int = 30,
@@ -52,7 +55,11 @@ class ModelStore(Construct):
                     conditions={
                         "StringEquals": {"aws:SourceAccount": Stack.of(self).account},
                         "ArnEquals": {
-                            "aws:SourceArn": alarm_arns(self, endpoint_name=endpoint_name)
+                            "aws:SourceArn": [
+                                arn
+                                for name in (endpoint_name, *also_endpoints)
+                                for arn in alarm_arns(self, endpoint_name=name)
+                            ]
                         },
                     },
                 )

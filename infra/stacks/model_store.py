@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
@@ -19,6 +20,7 @@ class ModelStoreStack(Stack):
         prefix: str,
         endpoint_name: str,
         bucket_name: str | None,
+        also_endpoints: Sequence[str] = (),
         kms_key_arn: str | None,
         **kwargs: Any,
     ) -> None:
@@ -28,6 +30,7 @@ class ModelStoreStack(Stack):
             "ModelStore",
             prefix=prefix,
             endpoint_name=endpoint_name,
+            also_endpoints=also_endpoints,
             bucket_name=bucket_name,
             kms_key_arn=kms_key_arn,
         )
