@@ -71,5 +71,11 @@ def mode_named(name: str, *, where: str = "hosting (--hosting)") -> HostingMode:
 
 
 def mode_for(settings: DeploySettings) -> HostingMode:
-    """The stage's mode: its `hosting` setting, or the default for its instance type."""
-    return mode_named(settings.hosting or default_hosting(settings.instance_type))
+    """The stage's mode: its `hosting` setting, or the default for its instance type;
+    multi-model with its asynchronous lane when `async_lane` is on."""
+    mode = mode_named(settings.hosting or default_hosting(settings.instance_type))
+    if settings.async_lane and mode.name == MULTI_MODEL:
+        from deploy.hosting.async_lane import LANED_MODE
+
+        return LANED_MODE
+    return mode

@@ -76,6 +76,8 @@ def settings_context(settings: DeploySettings) -> dict[str, Any]:
     }
     if settings.hosting is not None:
         context["hosting"] = settings.hosting
+    if settings.async_lane:
+        context["async_lane"] = True
     for name, value in settings.infra.model_dump(mode="json").items():
         if value is not None:
             context[f"infra.{name}"] = value

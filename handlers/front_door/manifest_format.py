@@ -17,9 +17,10 @@ and the Lambda bundle (handlers/) carries a byte-for-byte copy of this file
                                                 (async: s3:// URLs ending in "/"; the
                                                  published manifest has them, a package
                                                  before `deploy up` binds it to a stage not)
-     "async_lane": {"endpoint_name", "input_prefix", "output_prefix", "failure_prefix"},
-                                                (a real-time endpoint's asynchronous
-                                                 partner for requests over 6 MB)
+     "async_lane": {"endpoint_name", "input_prefix", "output_prefix", "failure_prefix",
+                    "archive"},                 (a real-time endpoint's asynchronous
+                                                 partner for requests over 6 MB; `archive`:
+                                                 its router archive's key, for `deploy up`)
      ...}                                       (keys of a hosting mode: kept as they are)
 
 `target_model` is what a client names the model with: the TargetModel of a
