@@ -49,7 +49,9 @@ def lane_settings(settings: DeploySettings) -> DeploySettings:
 def manifest_sections(settings: DeploySettings, bucket: str) -> Mapping[str, Any]:
     """The multi-model manifest's `async_lane`: the lane and its S3 prefixes."""
     name = endpoint_name(settings)
-    return {"async_lane": {"endpoint_name": name, **manifest_section(stage_locations(bucket, name))}}
+    return {
+        "async_lane": {"endpoint_name": name, **manifest_section(stage_locations(bucket, name))}
+    }
 
 
 def lane_archive(published: Mapping[str, Any] | None) -> str | None:
