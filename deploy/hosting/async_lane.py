@@ -88,9 +88,20 @@ class LanedLayout:
     def describe_smoke(self, count: int) -> str:
         return self.models.describe_smoke(count)
 
-    def package(self, repository: Path, out: Path, *, progress: bool = False) -> StagePackage:
-        models = self.models.package(repository, out, progress=progress)
-        lane = self.lane.package(repository, out / self.lane.folder.rstrip("/"))
+    def package(
+        self,
+        repository: Path,
+        out: Path,
+        *,
+        progress: bool = False,
+        triton_version: str | None = None,
+    ) -> StagePackage:
+        models = self.models.package(
+            repository, out, progress=progress, triton_version=triton_version
+        )
+        lane = self.lane.package(
+            repository, out / self.lane.folder.rstrip("/"), triton_version=triton_version
+        )
         return _joined(models, lane)
 
     def read_package(self, out: Path) -> StagePackage:
