@@ -4,6 +4,7 @@ sagemaker-runtime `invoke_endpoint`."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -112,6 +113,9 @@ class Endpoint:
         self._direct: DirectInvoker | None = None
         self._connections: Connections | None = None
         self._direct_ready = False
+        # Threads sharing one Endpoint create its client and transport once (a second
+        # pool, dropped, would leak its sockets).
+        self._setup = threading.RLock()
         self._clients: dict[str, Any] = {}
         location: ManifestLocation = manifest
         # A runtime URL of its own (the local endpoint) has no DescribeEndpoint behind it
@@ -326,34 +330,41 @@ class Endpoint:
     def _direct_invoker(self) -> DirectInvoker | None:
         """The direct transport, set up on first use; None where boto3 sends (asked
         for, an injected client, or a proxy from the environment)."""
-        if not self._direct_ready:
-            runtime = self.runtime
-            if self.transport == "direct" and self._transport is not None:
-                url = runtime.meta.endpoint_url
-                if not self._transport.uses_proxy(url):
-                    import botocore
-
-                    from deploy.client._connections import Connections
-                    from deploy.client._direct import DirectInvoker, invocations_url
-
-                    session = self._boto_session()
-                    settings = getattr(session, "_session", session)
-                    target = invocations_url(url, self.name)
-                    self._connections = Connections(
-                        target,
-                        connect_timeout=self.connect_timeout,
-                        max_idle=_MAX_CONNECTIONS,
-                        ca_bundle=settings.get_config_variable("ca_bundle"),
-                    )
-                    self._direct = DirectInvoker(
-                        url=target,
-                        region=runtime.meta.region_name,
-                        credentials=session.get_credentials(),
-                        connections=self._connections,
-                        user_agent=f"deploy-client Botocore/{botocore.__version__}",
-                    )
-            self._direct_ready = True
+        if self._direct_ready:
+            return self._direct
+        with self._setup:
+            if not self._direct_ready:
+                self._set_up_direct()
         return self._direct
+
+    def _set_up_direct(self) -> None:
+        """Build the direct transport, or leave it None (called once, under the lock)."""
+        runtime = self.runtime
+        if self.transport == "direct" and self._transport is not None:
+            url = runtime.meta.endpoint_url
+            if not self._transport.uses_proxy(url):
+                import botocore
+
+                from deploy.client._connections import Connections
+                from deploy.client._direct import DirectInvoker, invocations_url
+
+                session = self._boto_session()
+                settings = getattr(session, "_session", session)
+                target = invocations_url(url, self.name)
+                self._connections = Connections(
+                    target,
+                    connect_timeout=self.connect_timeout,
+                    max_idle=_MAX_CONNECTIONS,
+                    ca_bundle=settings.get_config_variable("ca_bundle"),
+                )
+                self._direct = DirectInvoker(
+                    url=target,
+                    region=runtime.meta.region_name,
+                    credentials=session.get_credentials(),
+                    connections=self._connections,
+                    user_agent=f"deploy-client Botocore/{botocore.__version__}",
+                )
+        self._direct_ready = True
 
     def _asynchronous(self) -> AsyncInferenceClient:
         if self._async_client is None:
@@ -449,7 +460,9 @@ class Endpoint:
         """The sagemaker-runtime client (created once, botocore retries off; a
         client this endpoint creates sends through `DeadlineTransport`)."""
         if self._runtime is None:
-            self._runtime = self._make_runtime()
+            with self._setup:
+                if self._runtime is None:
+                    self._runtime = self._make_runtime()
         return self._runtime
 
     def _boto_session(self) -> Any:

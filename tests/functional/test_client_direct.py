@@ -286,3 +286,23 @@ def test_a_connection_the_server_closed_is_not_reused(server: Server) -> None:
             np.testing.assert_array_equal(ep.infer("m.tar.gz", INPUTS)["OUTPUT0"], [0, 2, 4, 6])
             time.sleep(0.2)  # idle long enough for the server's close to arrive
     assert len(server.seen) == 3
+
+
+def test_threads_sharing_an_endpoint_set_up_one_transport() -> None:
+    """Eight threads' first calls build one client and one connection pool (a second,
+    dropped pool leaked its sockets)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Barrier
+
+    from deploy.client import Endpoint
+
+    endpoint = Endpoint("local", endpoint_url="http://127.0.0.1:9", region="us-east-1")
+    start = Barrier(8)
+
+    def first_use(_: int) -> tuple[int, int]:
+        start.wait()
+        return id(endpoint._direct_invoker()), id(endpoint.runtime)
+
+    with endpoint, ThreadPoolExecutor(8) as pool:
+        seen = set(pool.map(first_use, range(8)))
+    assert len(seen) == 1
