@@ -40,7 +40,7 @@ pytestmark = [pytest.mark.triton, pytest.mark.moto, pytest.mark.slow]
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "async_repo"
 EXAMPLES = Path(__file__).resolve().parents[2] / "model_packages" / "examples"
 BUCKET = "async-endpoint-tests"
-ENDPOINT = "local-async"
+ENDPOINT = "my-async-endpoint"  # the README's snippet calls it by this name
 
 
 def _bytestats() -> Any:
@@ -468,3 +468,13 @@ def test_deploy_serve_hosting_async_serves_a_packaged_store(
         output = process.communicate(timeout=60)[0].decode()
     assert process.returncode == 0, output
     assert "requests from s3://serve-cli-async/jobs/input/" in " ".join(output.split())
+
+
+def test_the_readme_snippet_runs_as_printed(
+    served: Served, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    code = readme.split("<!-- readme-example: async-sdk -->\n```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.setenv("DEPLOY_ENDPOINT_URL", served.url)
+    exec(compile(code, "README.md (async-sdk)", "exec"), {})
+    assert capsys.readouterr().out.strip() == "[8000000] [8000000]"
