@@ -50,14 +50,14 @@ test-fast: install models
 	$(BIN)/pytest -q -m "not slow" tests
 
 lint: $(STAMPS)/venv
-	$(BIN)/ruff check deploy infra handlers tests bench model_packages
-	$(BIN)/ruff format --check deploy infra handlers tests bench
+	$(BIN)/ruff check deploy deploy_infra deploy_handlers tests bench model_packages
+	$(BIN)/ruff format --check deploy deploy_infra deploy_handlers tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
 format: $(STAMPS)/venv
-	$(BIN)/ruff format deploy infra handlers tests bench
-	$(BIN)/ruff check --fix deploy infra handlers tests bench
+	$(BIN)/ruff format deploy deploy_infra deploy_handlers tests bench
+	$(BIN)/ruff check --fix deploy deploy_infra deploy_handlers tests bench
 
 bench: install models
 	$(PY) bench/package.py

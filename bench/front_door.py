@@ -9,7 +9,7 @@ Prints one JSON document. In this same run:
   Baselines: `json.loads` of the request plus `json.dumps` of the answer
   (the least any JSON front door pays), and the SDK's binary encode +
   decode of the same tensor (what a client speaking binary pays).
-- `cold_start`: fresh interpreters timing `import handlers.front_door.app`
+- `cold_start`: fresh interpreters timing `import deploy_handlers.front_door.app`
   (the handler module, standard library only) and the handler's first-call
   set-up (`import boto3` and its three clients, no network), against an
   empty interpreter start and `import boto3` alone. Lambda adds its own
@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 from deploy.client import decode, encode  # noqa: E402
 from deploy.client._codec import encode_input, encode_response  # noqa: E402
-from handlers.front_door.app import FrontDoor  # noqa: E402
+from deploy_handlers.front_door.app import FrontDoor  # noqa: E402
 
 VALUES = 262_144  # 1 MB of FP32
 
@@ -162,7 +162,7 @@ def cold_start(repeat: int) -> dict[str, Any]:
     clients = "import boto3\n[boto3.client(s) for s in ('sagemaker-runtime', 'sagemaker', 's3')]"
     return {
         "interpreter_start_ms": _interpreter_ms(repeat, env),
-        "import_handler_module_ms": _fresh("import handlers.front_door.app", repeat, env),
+        "import_handler_module_ms": _fresh("import deploy_handlers.front_door.app", repeat, env),
         "first_call_setup_ms": _fresh(clients, repeat, env),
         "baseline_import_boto3_ms": _fresh("import boto3", repeat, env),
     }

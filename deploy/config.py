@@ -50,7 +50,7 @@ ASYNC_INCAPABLE_FAMILIES = ("inf1", "inf2", "trn1", "trn2")
 
 
 class InfraSettings(BaseModel):
-    """Infrastructure settings read by the CDK app (`infra/`); the instance type is top-level."""
+    """Infrastructure settings read by the CDK app (`deploy_infra/`); instance type is top-level."""
 
     model_config = ConfigDict(extra="forbid")
 

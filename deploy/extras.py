@@ -6,7 +6,7 @@ boto3); everything else is an extra of it (pyproject.toml):
     async   AsyncEndpoint (aiohttp)
     cli     the `deploy` command: validate, package, invoke, status, down, prune
     local   cli + the local endpoint: serve, up --local
-    infra   cli + provisioning on AWS: up, the CDK app in infra/
+    infra   cli + provisioning on AWS: up, the CDK app in deploy_infra/
     dev     everything + tests and linters (`make` installs it)
 
 A command that reaches a module of an extra that is not installed stops with

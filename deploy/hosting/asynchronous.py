@@ -4,7 +4,7 @@ InvokeEndpointAsync has no TargetModel, so the mode uses the router layout
 under `async/` in the model store, on GPU or CPU instances (the SageMaker
 Triton image). It may scale to zero (`min_instance_count = 0`): requests wait
 in SageMaker's queue until an instance runs. The endpoint stack is
-`infra/stacks/async_endpoint.py`; requests, answers and errors live under
+`deploy_infra/stacks/async_endpoint.py`; requests, answers and errors live under
 `async/<endpoint>/` of the model-store bucket (`deploy.async_inference`).
 """
 

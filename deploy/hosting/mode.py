@@ -8,7 +8,7 @@ A mode is composed of parts, not subclassed:
   (`deploy.hosting.layout.Layout`);
 - `check_repository`: the mode's own rules for the models (diagnostics naming the
   file and field), run with the repository rules;
-- `endpoint_stack`: which endpoint stack the CDK app synthesizes (`infra/stacks`
+- `endpoint_stack`: which endpoint stack the CDK app synthesizes (`deploy_infra/stacks`
   registers one per name), `front_door`: whether the HTTP API applies, and
   `network`: whether the endpoint runs in the stage's VPC (the network stack);
 - `capacity`: what the endpoint runs on (instances, or serverless memory and

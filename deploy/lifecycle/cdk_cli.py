@@ -1,7 +1,7 @@
 """The pinned CDK CLI, for stacks with container image assets (e.g. the inf1 Neuron image).
 
 CloudFormation alone cannot deploy such a stack: its image must be built from
-`infra/neuron/Dockerfile` and pushed to the bootstrap ECR repository first,
+`deploy_infra/neuron/Dockerfile` and pushed to the bootstrap ECR repository first,
 which `cdk deploy` does with a Docker engine. So an inf1 stage is deployed with
 
     node_modules/.bin/cdk deploy --app <cloud assembly> --require-approval never <stacks>
@@ -28,7 +28,7 @@ from deploy.lifecycle.rollout import Rollout
 # The CDK CLI runs this executable for container assets (CDK_DOCKER, as the CLI reads it).
 DOCKER_ENV = "CDK_DOCKER"
 # The container image asset the stacks of this project build (the inf1 Neuron image).
-IMAGE = "infra/neuron/Dockerfile"
+IMAGE = "deploy_infra/neuron/Dockerfile"
 
 
 class ContainerEngineError(DeployError):

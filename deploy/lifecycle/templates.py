@@ -45,7 +45,7 @@ def project_root(start: Path | None = None) -> Path:
     raise ConfigError(
         "no cdk.json in this folder or above it",
         where=str(here),
-        fix="run `deploy up` from the project (the folder with cdk.json and infra/)",
+        fix="run `deploy up` from the project (the folder with cdk.json and deploy_infra/)",
     )
 
 
@@ -67,7 +67,7 @@ NAG_CONTEXT = "deploy:nag"
 
 
 def settings_context(settings: DeploySettings) -> dict[str, Any]:
-    """The settings the CDK app reads, as `-c key=value` context (infra.app's keys)."""
+    """The settings the CDK app reads, as `-c key=value` context (deploy_infra.app's keys)."""
     context: dict[str, Any] = {
         "stage": settings.stage,
         "region": settings.region,
@@ -154,7 +154,7 @@ def _cdk_synthesize(
         # The app would hold placeholder values (a dummy prefix list id, say).
         raise ConfigError(
             f"the CDK app needs context values that were not looked up: {', '.join(missing)}",
-            where="infra/",
+            where="deploy_infra/",
             fix="synthesize with the CDK CLI (`npx cdk synth`), which looks them up, or add "
             "them to cdk.json's context",
         )
@@ -168,7 +168,7 @@ def _cdk_synthesize(
 
 
 _APP_FIX = (
-    "run deploy from the project root (cdk.json and infra/; the app needs "
+    "run deploy from the project root (cdk.json and deploy_infra/; the app needs "
     "`pip install 'triton-sagemaker-deploy[infra]'`)"
 )
 
@@ -183,7 +183,7 @@ def _root_or_cwd() -> Path:
 def _infra_fingerprint(root: Path) -> str:
     digest = hashlib.sha256()
     for path in sorted(
-        [*root.glob("infra/**/*.py"), root / "cdk.json", *root.glob("handlers/**/*")]
+        [*root.glob("deploy_infra/**/*.py"), root / "cdk.json", *root.glob("deploy_handlers/**/*")]
     ):
         if path.is_file() and "__pycache__" not in path.parts:
             digest.update(str(path.relative_to(root)).encode())

@@ -25,8 +25,8 @@ from deploy.config import load_settings
 from deploy.lifecycle.aws_provider import AwsProvider
 from deploy.lifecycle.progress import SilentReporter
 from deploy.lifecycle.up import UpOptions, up
-from infra.nag import REVIEWED
-from infra.synth import synthesize
+from deploy_infra.nag import REVIEWED
+from deploy_infra.synth import synthesize
 from tests.functional.test_lifecycle_aws import aws_environment
 
 pytestmark = [pytest.mark.cdk, pytest.mark.slow]

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from deploy.config import load_settings
-from infra.app import overrides_from_context
-from infra.errors import InfraConfigError
-from infra.instances import instance_spec, triton_image_uri
+from deploy_infra.app import overrides_from_context
+from deploy_infra.errors import InfraConfigError
+from deploy_infra.instances import instance_spec, triton_image_uri
 
 pytestmark = [pytest.mark.cdk]
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,7 +93,7 @@ def _app_env(tmp_path: Path, context: dict[str, object]) -> dict[str, str]:
 def test_app_reports_a_refused_stage_without_a_traceback(tmp_path: Path) -> None:
     (tmp_path / "deploy.toml").write_text('[stages.edge]\ninstance_type = "ml.inf2.xlarge"\n')
     result = subprocess.run(
-        [sys.executable, "-m", "infra.app"],
+        [sys.executable, "-m", "deploy_infra.app"],
         cwd=ROOT,
         env=_app_env(tmp_path, {"stage": "edge"}),
         capture_output=True,
@@ -116,7 +116,7 @@ def test_a_context_typo_is_an_error_naming_the_setting_it_resembles(tmp_path: Pa
         "aws:cdk:enable-path-metadata": True,
     }
     result = subprocess.run(
-        [sys.executable, "-m", "infra.app"],
+        [sys.executable, "-m", "deploy_infra.app"],
         cwd=ROOT,
         env=_app_env(tmp_path, context),
         capture_output=True,

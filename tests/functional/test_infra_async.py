@@ -20,10 +20,10 @@ import boto3
 import pytest
 
 from deploy.config import DeploySettings, load_settings
-from infra.constructs.async_endpoint import HTTP_MAX_INPUT_SIZE, container_environment
-from infra.nag import REVIEWED
-from infra.stacks.async_endpoint import AsyncStageOptions
-from infra.synth import synthesize
+from deploy_infra.constructs.async_endpoint import HTTP_MAX_INPUT_SIZE, container_environment
+from deploy_infra.nag import REVIEWED
+from deploy_infra.stacks.async_endpoint import AsyncStageOptions
+from deploy_infra.synth import synthesize
 
 assertions: Any = importlib.import_module("aws_cdk.assertions")
 Match: Any = assertions.Match
@@ -48,7 +48,7 @@ class Stage:
 
 
 def synthesize_async(settings: DeploySettings, outdir: Path) -> Stage:
-    """The stage as the CDK app composes it (`infra.synth`, cdk-nag on)."""
+    """The stage as the CDK app composes it (`deploy_infra.synth`, cdk-nag on)."""
     return Stage(settings, outdir, synthesize(settings, outdir))
 
 

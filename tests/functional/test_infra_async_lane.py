@@ -1,6 +1,6 @@
 """A multi-model stage with `async_lane = true`: the lane's stack next to the endpoint's.
 
-The stage is synthesized once with cdk-nag on (`infra.synth`): assertions on the
+The stage is synthesized once with cdk-nag on (`deploy_infra.synth`): assertions on the
 lane's stack, the multi-model endpoint left as it is, cfn-lint and cdk-nag.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from deploy.config import load_settings
-from infra.app import overrides_from_context
+from deploy_infra.app import overrides_from_context
 from tests.functional.test_infra_async import Stage, synthesize_async
 
 pytestmark = [pytest.mark.cdk, pytest.mark.slow]
@@ -78,7 +78,7 @@ def test_the_store_key_lets_the_lanes_alarms_publish(laned: Stage) -> None:
 
 
 def test_no_lane_without_the_setting(tmp_path: Path) -> None:
-    from infra.synth import build_app
+    from deploy_infra.synth import build_app
 
     settings = load_settings(stage="plain", endpoint_name=ENDPOINT, instance_type="ml.g5.xlarge")
     assert "async-lane" not in build_app(settings, outdir=tmp_path, nag=False).stacks
@@ -105,7 +105,7 @@ def test_cfn_lint_finds_no_errors(laned: Stage) -> None:
 def test_cdk_nag_has_no_unsuppressed_findings(laned: Stage) -> None:
     import csv
 
-    from infra.nag import REVIEWED
+    from deploy_infra.nag import REVIEWED
 
     rows: list[dict[str, str]] = []
     reports = sorted(laned.outdir.glob("AwsSolutions-*-NagReport.csv"))

@@ -16,8 +16,8 @@ import boto3
 import numpy as np
 import pytest
 
-from handlers.front_door.app import FrontDoor
-from handlers.front_door.manifest import ManifestCache
+from deploy_handlers.front_door.app import FrontDoor
+from deploy_handlers.front_door.manifest import ManifestCache
 
 pytestmark = [pytest.mark.triton, pytest.mark.moto, pytest.mark.slow]
 

@@ -20,8 +20,8 @@ import boto3
 import pytest
 
 from deploy.config import DeploySettings, load_settings
-from infra.nag import REVIEWED
-from infra.synth import synthesize
+from deploy_infra.nag import REVIEWED
+from deploy_infra.synth import synthesize
 
 # aws_cdk after infra: importing infra quiets the jsii runtime's Node version banner.
 assertions: Any = importlib.import_module("aws_cdk.assertions")
@@ -599,7 +599,7 @@ TOPIC_ARN = "arn:aws:sns:us-east-1:000000000000:platform-alarms"
 def existing_stage(tmp_path_factory: pytest.TempPathFactory) -> Stage:
     import aws_cdk as cdk
 
-    from infra.synth import _pinned_context, build_app
+    from deploy_infra.synth import _pinned_context, build_app
 
     empty = tmp_path_factory.mktemp("shared") / "deploy.toml"
     empty.write_text("", encoding="utf-8")

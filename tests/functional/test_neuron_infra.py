@@ -25,12 +25,12 @@ from aws_cdk import assertions
 
 from deploy.config import DeploySettings, load_settings
 from deploy.errors import DeployError
-from infra.nag import REVIEWED
-from infra.synth import build_app, synthesize
+from deploy_infra.nag import REVIEWED
+from deploy_infra.synth import build_app, synthesize
 
 pytestmark = [pytest.mark.cdk, pytest.mark.slow]
 Match = assertions.Match
-NEURON_DIR = Path(__file__).resolve().parents[2] / "infra" / "neuron"
+NEURON_DIR = Path(__file__).resolve().parents[2] / "deploy_infra" / "neuron"
 BIN = Path(sys.executable).parent
 CPU_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/sagemaker-tritonserver:24.09-py3-cpu"
 

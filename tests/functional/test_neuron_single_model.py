@@ -186,7 +186,7 @@ def test_unknown_model_names_the_served_ones(endpoint: object) -> None:
 def test_the_image_serve_script_serves_the_layout(
     repository: Path, compiled: Path, tmp_path: Path
 ) -> None:
-    """infra/neuron/serve (the Neuron image's start command) over the extracted
+    """deploy_infra/neuron/serve (the Neuron image's start command) over the extracted
     `deploy neuron package` archive, on this machine's tritonserver."""
     import signal
     import subprocess
@@ -217,7 +217,7 @@ def test_the_image_serve_script_serves_the_layout(
             "TRITON_BACKEND_DIRECTORY": str(prepare_backends(install, tmp_path / "backends")),
         },
     )
-    serve = Path(__file__).resolve().parents[2] / "infra" / "neuron" / "serve"
+    serve = Path(__file__).resolve().parents[2] / "deploy_infra" / "neuron" / "serve"
     log = tmp_path / "serve.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(
@@ -267,7 +267,7 @@ def test_the_image_serve_script_refuses_a_missing_router(tmp_path: Path) -> None
     import subprocess
 
     (tmp_path / "classifier").mkdir()
-    serve = Path(__file__).resolve().parents[2] / "infra" / "neuron" / "serve"
+    serve = Path(__file__).resolve().parents[2] / "deploy_infra" / "neuron" / "serve"
     result = subprocess.run(
         [str(serve)],
         env={"PATH": "/usr/bin:/bin", "SAGEMAKER_TRITON_MODEL_REPOSITORY": str(tmp_path)},

@@ -20,8 +20,8 @@ from aws_cdk import assertions
 
 from deploy.config import DeploySettings, load_settings
 from deploy.errors import DeployError
-from infra.nag import REVIEWED
-from infra.synth import synthesize
+from deploy_infra.nag import REVIEWED
+from deploy_infra.synth import synthesize
 
 pytestmark = [pytest.mark.cdk, pytest.mark.slow]
 Match = assertions.Match

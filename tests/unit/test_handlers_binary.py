@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tritonclient.utils import serialize_byte_tensor
 
-from handlers.front_door.binary import (
+from deploy_handlers.front_door.binary import (
     BINARY_CONTENT_TYPE,
     TensorError,
     decode_response,

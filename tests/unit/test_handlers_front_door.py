@@ -20,10 +20,10 @@ import boto3
 import numpy as np
 import pytest
 
-from handlers.front_door import app as front_door_app
-from handlers.front_door.app import FrontDoor
-from handlers.front_door.binary import BINARY_CONTENT_TYPE
-from handlers.front_door.manifest import ManifestCache
+from deploy_handlers.front_door import app as front_door_app
+from deploy_handlers.front_door.app import FrontDoor
+from deploy_handlers.front_door.binary import BINARY_CONTENT_TYPE
+from deploy_handlers.front_door.manifest import ManifestCache
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"
 TARGET = "addsub-1f3c5a7e9b2d4c6a.tar.gz"
@@ -329,11 +329,11 @@ def test_lambda_entry_point_reads_its_environment(monkeypatch: pytest.MonkeyPatc
 
 
 def test_the_lambda_parses_the_manifest_with_an_exact_copy_of_the_contract_module() -> None:
-    """The bundle holds handlers/ only, so it carries deploy/client/manifest.py as is."""
+    """The bundle holds deploy_handlers/ only, so it carries deploy/client/manifest.py as is."""
     root = Path(__file__).resolve().parents[2]
     canonical = (root / "deploy" / "client" / "manifest.py").read_bytes()
-    copy = (root / "handlers" / "front_door" / "manifest_format.py").read_bytes()
-    assert copy == canonical, "copy deploy/client/manifest.py to handlers/front_door/"
+    copy = (root / "deploy_handlers" / "front_door" / "manifest_format.py").read_bytes()
+    assert copy == canonical, "copy deploy/client/manifest.py to deploy_handlers/front_door/"
 
 
 def test_a_manifest_breaking_the_contract_is_503_naming_the_field() -> None:

@@ -44,7 +44,7 @@ def test_deploy_toml_sets_the_mode_and_a_typo_is_named(tmp_path: Path) -> None:
 
 
 def test_the_cdk_app_takes_hosting_as_context() -> None:
-    from infra.app import overrides_from_context
+    from deploy_infra.app import overrides_from_context
 
     assert overrides_from_context({"hosting": "single-model"}) == {"hosting": "single-model"}
 

@@ -179,7 +179,7 @@ def test_missing_docker_and_missing_cdk_cli_are_named(tmp_path: Path) -> None:
             root=ROOT,
             stage="prod",
             stacks=["x-prod-endpoint"],
-            image="infra/neuron/Dockerfile",
+            image="deploy_infra/neuron/Dockerfile",
             engine="deploy-test-no-such-docker",
         )
     error = raised.value

@@ -8,7 +8,7 @@ from typing import Any
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
-from infra.constructs.model_store import ModelStore
+from deploy_infra.constructs.model_store import ModelStore
 
 
 class ModelStoreStack(Stack):

@@ -4,8 +4,8 @@ Packaging writes it, the local endpoint serves it, `deploy up` diffs and
 publishes it, the SDK resolves model names with it and the Lambda front door
 maps URLs with it. All of them parse and write it here. This module imports
 the standard library only: the SDK depends on nothing else of the project,
-and the Lambda bundle (handlers/) carries a byte-for-byte copy of this file
-(handlers/front_door/manifest_format.py; a test compares the two).
+and the Lambda bundle (deploy_handlers/) carries a byte-for-byte copy of this file
+(deploy_handlers/front_door/manifest_format.py; a test compares the two).
 
     {"format": 1, "hosting": "multi-model" | "single-model" | "async" | "serverless",
      "router": "router",                        (router layouts)

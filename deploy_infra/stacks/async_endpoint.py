@@ -19,18 +19,18 @@ from constructs import Construct
 from deploy.async_inference.layout import stage_root
 from deploy.config import DeploySettings
 from deploy.hosting.asynchronous import FOLDER
-from infra.constructs.async_autoscaling import AsyncAutoscaling
-from infra.constructs.async_endpoint import ROUTER_MODEL, AsyncInferenceEndpoint
-from infra.constructs.model_store import ModelStore
-from infra.constructs.monitoring import (
+from deploy_infra.constructs.async_autoscaling import AsyncAutoscaling
+from deploy_infra.constructs.async_endpoint import ROUTER_MODEL, AsyncInferenceEndpoint
+from deploy_infra.constructs.model_store import ModelStore
+from deploy_infra.constructs.monitoring import (
     AlarmThresholds,
     EndpointAlarms,
     EndpointDashboard,
     alarm_topic,
 )
-from infra.constructs.network import PrivateNetwork
-from infra.constructs.sagemaker_endpoint import VARIANT_NAME
-from infra.instances import has_instance_storage, instance_spec, triton_image_uri
+from deploy_infra.constructs.network import PrivateNetwork
+from deploy_infra.constructs.sagemaker_endpoint import VARIANT_NAME
+from deploy_infra.instances import has_instance_storage, instance_spec, triton_image_uri
 
 
 @dataclass(frozen=True)

@@ -17,18 +17,18 @@ from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
 from deploy.config import DeploySettings
-from infra.constructs.model_store import ModelStore
-from infra.constructs.monitoring import AlarmThresholds, alarm_topic
-from infra.constructs.sagemaker_endpoint import VARIANT_NAME
-from infra.constructs.serverless_endpoint import (
+from deploy_infra.constructs.model_store import ModelStore
+from deploy_infra.constructs.monitoring import AlarmThresholds, alarm_topic
+from deploy_infra.constructs.sagemaker_endpoint import VARIANT_NAME
+from deploy_infra.constructs.serverless_endpoint import (
     ROUTER_MODEL,
     ServerlessCapacity,
     ServerlessEndpoint,
 )
-from infra.constructs.serverless_monitoring import ServerlessAlarms, ServerlessDashboard
-from infra.errors import InfraConfigError
-from infra.instances import InstanceSpec, instance_spec, triton_image_uri
-from infra.stacks.single_model_endpoint import model_archive_key
+from deploy_infra.constructs.serverless_monitoring import ServerlessAlarms, ServerlessDashboard
+from deploy_infra.errors import InfraConfigError
+from deploy_infra.instances import InstanceSpec, instance_spec, triton_image_uri
+from deploy_infra.stacks.single_model_endpoint import model_archive_key
 
 
 def cpu_instance_spec(instance_type: str) -> InstanceSpec:

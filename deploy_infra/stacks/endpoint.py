@@ -8,18 +8,18 @@ from aws_cdk import CfnOutput, Duration, Stack
 from constructs import Construct
 
 from deploy.config import DeploySettings
-from infra.constructs.autoscaling import VariantAutoscaling
-from infra.constructs.mme_endpoint import MultiModelEndpoint
-from infra.constructs.model_store import ModelStore
-from infra.constructs.monitoring import (
+from deploy_infra.constructs.autoscaling import VariantAutoscaling
+from deploy_infra.constructs.mme_endpoint import MultiModelEndpoint
+from deploy_infra.constructs.model_store import ModelStore
+from deploy_infra.constructs.monitoring import (
     AlarmThresholds,
     EndpointAlarms,
     EndpointDashboard,
     alarm_topic,
 )
-from infra.constructs.network import PrivateNetwork
-from infra.constructs.sagemaker_endpoint import VARIANT_NAME
-from infra.instances import has_instance_storage, instance_spec, triton_image_uri
+from deploy_infra.constructs.network import PrivateNetwork
+from deploy_infra.constructs.sagemaker_endpoint import VARIANT_NAME
+from deploy_infra.instances import has_instance_storage, instance_spec, triton_image_uri
 
 
 class EndpointStack(Stack):

@@ -8,7 +8,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from infra.constructs.sagemaker_endpoint import VariantEndpoint
+from deploy_infra.constructs.sagemaker_endpoint import VariantEndpoint
 
 SAGEMAKER_AUTOSCALING_ROLE = (
     "aws-service-role/sagemaker.application-autoscaling.amazonaws.com/"

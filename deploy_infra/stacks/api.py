@@ -7,8 +7,8 @@ from typing import Any
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
-from infra.constructs.front_door import FrontDoor
-from infra.constructs.model_store import ModelStore
+from deploy_infra.constructs.front_door import FrontDoor
+from deploy_infra.constructs.model_store import ModelStore
 
 MANIFEST_NAME = "manifest.json"
 

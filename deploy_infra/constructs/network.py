@@ -15,7 +15,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from infra.constructs.log_key import LogKey
+from deploy_infra.constructs.log_key import LogKey
 
 # Services an endpoint (and the platform acting for it) reaches without a NAT.
 INTERFACE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {

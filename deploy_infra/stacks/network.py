@@ -8,7 +8,7 @@ from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from infra.constructs.network import PrivateNetwork
+from deploy_infra.constructs.network import PrivateNetwork
 
 
 class NetworkStack(Stack):

@@ -4,7 +4,7 @@ The archive (`model.tar.gz`: every model plus the generated router) is loaded
 in single-model mode with the router as Triton's default model. The image is
 the SageMaker Triton image on GPU and CPU instances, or, on ml.inf1 (where
 SageMaker runs no multi-model endpoints), the Neuron-enabled image built from
-`infra/neuron/` (FROM the SageMaker Triton image) and published by CDK as a
+`deploy_infra/neuron/` (FROM the SageMaker Triton image) and published by CDK as a
 container asset (`neuron_image`).
 """
 
@@ -22,7 +22,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from infra.constructs.sagemaker_endpoint import (
+from deploy_infra.constructs.sagemaker_endpoint import (
     VARIANT_NAME,
     TrafficShifting,
     blue_green_endpoint,
@@ -33,7 +33,7 @@ from infra.constructs.sagemaker_endpoint import (
     suppress_endpoint_logs,
     vpc_config,
 )
-from infra.nag import suppress
+from deploy_infra.nag import suppress
 
 NEURON_IMAGE_DIR = Path(__file__).resolve().parents[1] / "neuron"
 ROUTER_MODEL = "router"
@@ -54,7 +54,7 @@ def registry_image(image_uri: str) -> EndpointImage:
 
 
 def neuron_image(scope: Construct, construct_id: str, *, base_image_uri: str) -> EndpointImage:
-    """The Neuron-enabled Triton image, built from infra/neuron/ as a container asset."""
+    """The Neuron-enabled Triton image, built from deploy_infra/neuron/ as a container asset."""
     asset = ecr_assets.DockerImageAsset(
         scope,
         construct_id,

@@ -26,14 +26,14 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from infra.constructs.sagemaker_endpoint import (
+from deploy_infra.constructs.sagemaker_endpoint import (
     VARIANT_NAME,
     endpoint_arn,
     image_repository_arn,
     runtime_statements,
     suppress_endpoint_logs,
 )
-from infra.nag import suppress
+from deploy_infra.nag import suppress
 
 ROUTER_MODEL = "router"
 

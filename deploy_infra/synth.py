@@ -28,15 +28,15 @@ from deploy.client.manifest import ASYNC
 from deploy.config import DeploySettings
 from deploy.hosting import async_lane, mode_for
 from deploy.hosting.rules import keeps_an_instance
-from infra.errors import InfraConfigError
-from infra.instances import instance_spec
-from infra.stacks.api import ApiStack
-from infra.stacks.async_endpoint import AsyncEndpointStack
-from infra.stacks.endpoint import EndpointStack
-from infra.stacks.model_store import ModelStoreStack
-from infra.stacks.network import NetworkStack
-from infra.stacks.serverless_endpoint import ServerlessEndpointStack, cpu_instance_spec
-from infra.stacks.single_model_endpoint import SingleModelEndpointStack
+from deploy_infra.errors import InfraConfigError
+from deploy_infra.instances import instance_spec
+from deploy_infra.stacks.api import ApiStack
+from deploy_infra.stacks.async_endpoint import AsyncEndpointStack
+from deploy_infra.stacks.endpoint import EndpointStack
+from deploy_infra.stacks.model_store import ModelStoreStack
+from deploy_infra.stacks.network import NetworkStack
+from deploy_infra.stacks.serverless_endpoint import ServerlessEndpointStack, cpu_instance_spec
+from deploy_infra.stacks.single_model_endpoint import SingleModelEndpointStack
 
 # Used when neither the settings nor the CDK CLI name an account: synth stays
 # offline and reproducible (cdk.json pins this account's availability zones).

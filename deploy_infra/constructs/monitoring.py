@@ -32,7 +32,7 @@ ALARMS = (
     "MemoryUtilization",
     "DiskUtilization",
     "GPUMemoryUtilization",
-    # serverless endpoints (infra.constructs.serverless_monitoring)
+    # serverless endpoints (deploy_infra.constructs.serverless_monitoring)
     "ModelSetupTime",
     "ConcurrentExecutionsUtilization",
 )

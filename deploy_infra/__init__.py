@@ -1,6 +1,6 @@
 """The CDK app that provisions a SageMaker Triton multi-model endpoint.
 
-`python -m infra.app` is the app `cdk.json` names; `infra.synth.synthesize`
+`python -m deploy_infra.app` is the app `cdk.json` names; `deploy_infra.synth.synthesize`
 writes the templates for one stage without the CDK CLI.
 """
 

@@ -20,7 +20,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from infra.nag import suppress
+from deploy_infra.nag import suppress
 
 VARIANT_NAME = "AllTraffic"
 

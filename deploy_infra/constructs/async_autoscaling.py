@@ -16,8 +16,8 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from infra.constructs.autoscaling import SAGEMAKER_AUTOSCALING_ROLE
-from infra.constructs.sagemaker_endpoint import VariantEndpoint
+from deploy_infra.constructs.autoscaling import SAGEMAKER_AUTOSCALING_ROLE
+from deploy_infra.constructs.sagemaker_endpoint import VariantEndpoint
 
 VARIANT_METRICS = "AWS/SageMaker"
 

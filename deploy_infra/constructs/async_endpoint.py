@@ -30,7 +30,7 @@ from cdk_nag import RegexAppliesTo
 from constructs import Construct
 
 from deploy.async_inference.layout import ASYNC_MAX_PAYLOAD
-from infra.constructs.sagemaker_endpoint import (
+from deploy_infra.constructs.sagemaker_endpoint import (
     VARIANT_NAME,
     TrafficShifting,
     blue_green_endpoint,
@@ -39,7 +39,7 @@ from infra.constructs.sagemaker_endpoint import (
     suppress_endpoint_logs,
     vpc_config,
 )
-from infra.nag import suppress
+from deploy_infra.nag import suppress
 
 ROUTER_MODEL = "router"
 # The first SageMaker Triton image whose tritonserver has --http-max-input-size.

@@ -13,7 +13,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from cdk_nag import RegexAppliesTo
 from constructs import Construct
 
-from infra.constructs.sagemaker_endpoint import (
+from deploy_infra.constructs.sagemaker_endpoint import (
     VARIANT_NAME,
     TrafficShifting,
     blue_green_endpoint,
@@ -24,7 +24,7 @@ from infra.constructs.sagemaker_endpoint import (
     suppress_endpoint_logs,
     vpc_config,
 )
-from infra.nag import suppress
+from deploy_infra.nag import suppress
 
 
 class MultiModelEndpoint(Construct):

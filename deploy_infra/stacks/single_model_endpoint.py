@@ -18,24 +18,24 @@ from constructs import Construct
 from deploy.config import DeploySettings
 from deploy.hosting import mode_for
 from deploy.neuron.instances import is_inferentia, neuron_cores
-from infra.constructs.autoscaling import VariantAutoscaling
-from infra.constructs.model_store import ModelStore
-from infra.constructs.monitoring import (
+from deploy_infra.constructs.autoscaling import VariantAutoscaling
+from deploy_infra.constructs.model_store import ModelStore
+from deploy_infra.constructs.monitoring import (
     AlarmThresholds,
     EndpointAlarms,
     EndpointDashboard,
     alarm_topic,
 )
-from infra.constructs.network import PrivateNetwork
-from infra.constructs.sagemaker_endpoint import VARIANT_NAME
-from infra.constructs.single_model_endpoint import (
+from deploy_infra.constructs.network import PrivateNetwork
+from deploy_infra.constructs.sagemaker_endpoint import VARIANT_NAME
+from deploy_infra.constructs.single_model_endpoint import (
     ROUTER_MODEL,
     EndpointImage,
     SingleModelEndpoint,
     neuron_image,
     registry_image,
 )
-from infra.instances import has_instance_storage, instance_spec, triton_image_uri
+from deploy_infra.instances import has_instance_storage, instance_spec, triton_image_uri
 
 # The -cpu tag of the SageMaker Triton image is the base: Inferentia needs no CUDA.
 BASE_IMAGE_PROCESSOR_TYPE = "ml.m5.xlarge"

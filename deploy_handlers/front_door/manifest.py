@@ -2,7 +2,7 @@
 
 It is parsed by `manifest_format.py`, a byte-for-byte copy of the project's one
 manifest module (`deploy/client/manifest.py`; a test compares the two), since
-the Lambda bundle holds `handlers/` only.
+the Lambda bundle holds `deploy_handlers/` only.
 """
 
 from __future__ import annotations

@@ -17,11 +17,11 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from infra.constructs.log_key import LogKey
-from infra.constructs.sagemaker_endpoint import endpoint_arn
-from infra.nag import suppress
+from deploy_infra.constructs.log_key import LogKey
+from deploy_infra.constructs.sagemaker_endpoint import endpoint_arn
+from deploy_infra.nag import suppress
 
-HANDLERS_DIR = Path(__file__).resolve().parents[2] / "handlers"
+HANDLERS_DIR = Path(__file__).resolve().parents[2] / "deploy_handlers"
 HANDLER = "front_door.app.handler"
 ROUTES: tuple[tuple[str, apigwv2.HttpMethod], ...] = (
     ("/v2/models/{model}/infer", apigwv2.HttpMethod.POST),
@@ -55,7 +55,7 @@ class _AccessLogSettings:
 
 
 class FrontDoor(Construct):
-    """Lambda (python3.12, `handlers/front_door`) behind an IAM-authorised HTTP API.
+    """Lambda (python3.12, `deploy_handlers/front_door`) behind an IAM-authorised HTTP API.
 
     The function may invoke and describe this one endpoint and read the
     manifest at `manifest_key`; nothing else. Attributes: `function`, `api`, `url`.

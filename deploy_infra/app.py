@@ -15,7 +15,7 @@ from typing import Any
 
 from deploy.config import DeploySettings, InfraSettings, load_settings
 from deploy.errors import DeployError
-from infra.errors import InfraConfigError
+from deploy_infra.errors import InfraConfigError
 
 _TOP_LEVEL = frozenset(DeploySettings.model_fields) - {"infra", "stage"}
 _INFRA = frozenset(InfraSettings.model_fields)
@@ -76,7 +76,7 @@ _VALID = (
 def main() -> int:
     import aws_cdk as cdk
 
-    from infra.synth import build_app
+    from deploy_infra.synth import build_app
 
     app = cdk.App()
     context = dict(app.node.get_all_context())

@@ -10,7 +10,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from infra.constructs.monitoring import alarm_arns
+from deploy_infra.constructs.monitoring import alarm_arns
 
 
 class ModelStore(Construct):

@@ -21,7 +21,7 @@ from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from infra.constructs.monitoring import (
+from deploy_infra.constructs.monitoring import (
     ALARMS,
     INSTANCE_METRICS,
     VARIANT_METRICS,

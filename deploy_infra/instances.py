@@ -7,7 +7,7 @@ from typing import Literal
 
 from deploy.errors import ConfigError
 from deploy.instance_types import require_instance_type
-from infra.errors import InfraConfigError
+from deploy_infra.errors import InfraConfigError
 
 # Families AWS lists for multi-model endpoints with a GPU (one GPU per instance
 # or several); everything else that is not an accelerator family is CPU.

@@ -1,0 +1,1 @@
+"""Reusable constructs, one per component; stacks in `deploy_infra.stacks` compose them."""

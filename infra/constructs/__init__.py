@@ -1,1 +1,0 @@
-"""Reusable constructs, one per component; stacks in `infra.stacks` compose them."""
