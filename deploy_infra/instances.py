@@ -7,6 +7,13 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
+from deploy.catalogue.images import (
+    TritonImage,
+    image,
+    incompatibility,
+    inference_ami_version,
+    newest_compatible,
+)
 from deploy.catalogue.instances import Instance, describe
 from deploy.errors import ConfigError
 from deploy.instance_types import require_instance_type
@@ -72,9 +79,34 @@ def instance_spec(instance_type: str) -> InstanceSpec:
     return InstanceSpec(instance_type, family, "gpu" if instance.has_gpu else "cpu", instance)
 
 
+def check_image_runs(version: str, spec: InstanceSpec) -> TritonImage:
+    """The catalogue's image `version`, after checking it can run on the stage's instance."""
+    try:
+        triton = image(version)
+    except ConfigError as exc:
+        raise InfraConfigError(exc.message, where=exc.where, fix=exc.fix) from None
+    reason = incompatibility(triton, spec.instance)
+    if reason is not None:
+        newest = newest_compatible(spec.instance)
+        raise InfraConfigError(
+            reason,
+            where="infra.triton_version / instance_type",
+            fix=f'set infra.triton_version = "{newest}" for {spec.instance_type}, or pick an '
+            "instance the image runs on"
+            if newest
+            else "pick an x86_64 CPU or NVIDIA GPU instance",
+        )
+    return triton
+
+
+def inference_ami(version: str, spec: InstanceSpec) -> str | None:
+    """The endpoint's InferenceAmiVersion: the AMI whose driver the image needs (GPU only)."""
+    return inference_ami_version(check_image_runs(version, spec), spec.instance)
+
+
 def triton_image_uri(*, region: str, version: str, instance_type: str) -> str:
     """The SageMaker Triton image for this region, version and processor (GPU or `-cpu` tag)."""
-    instance_spec(instance_type)
+    check_image_runs(version, instance_spec(instance_type))
     from sagemaker.core import image_uris
 
     try:

@@ -4,7 +4,10 @@ image, GPU autoscaling and GPU alarms; hosts the Triton image cannot run on are 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +16,7 @@ from deploy_infra.errors import InfraConfigError
 from deploy_infra.instances import has_instance_storage, instance_spec
 from deploy_infra.synth import synthesize
 
+CFN_LINT = str(Path(sys.executable).parent / "cfn-lint")
 DEPLOY_TOML = """
 [default]
 region = "us-east-1"
@@ -72,3 +76,60 @@ def test_a_p5e_stage_gets_the_gpu_image_gpu_scaling_and_gpu_alarms(tmp_path: Pat
     }
     assert "GPUMemoryUtilization" in metrics, metrics
     assert "GPUUtilization" in text  # the target-tracking policy on GPU use
+
+
+def _endpoint_configs(template: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::SageMaker::EndpointConfig"
+    ]
+
+
+@pytest.mark.cdk
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("hosting", "instance_type", "version", "ami"),
+    [
+        ("multi-model", "ml.g5.xlarge", "26.05", "al2023-ami-sagemaker-inference-gpu-4-1"),
+        ("async", "ml.g6.xlarge", "25.04", "al2023-ami-sagemaker-inference-gpu-4-1"),
+        ("multi-model", "ml.g5.xlarge", "24.09", None),
+        ("multi-model", "ml.m5.xlarge", "26.05", None),  # CPU: the AMI is SageMaker's
+    ],
+)
+def test_the_endpoint_runs_on_the_ami_whose_driver_the_image_needs(
+    tmp_path: Path, hosting: str, instance_type: str, version: str, ami: str | None
+) -> None:
+    config = tmp_path / "deploy.toml"
+    config.write_text(
+        f'[default]\nregion = "us-east-1"\n\n[stages.s]\nendpoint_name = "e"\n'
+        f'instance_type = "{instance_type}"\nhosting = "{hosting}"\n\n'
+        f'[stages.s.infra]\ntriton_version = "{version}"\n',
+        encoding="utf-8",
+    )
+    settings = load_settings(stage="s", config_file=config)
+    paths = synthesize(settings, tmp_path / "cdk.out", nag=False)
+    template = json.loads(paths[settings.stack_name("endpoint")].read_text(encoding="utf-8"))
+    (variant,) = _endpoint_configs(template)[0]["ProductionVariants"]
+    assert variant.get("InferenceAmiVersion") == ami
+    lint = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "cfn-lint"),
+            "--format",
+            "json",
+            *map(str, paths.values()),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert [f for f in json.loads(lint.stdout or "[]") if f["Level"] == "Error"] == []
+
+
+def test_an_image_the_instance_cannot_run_stops_the_cdk_app_with_the_fix() -> None:
+    from deploy_infra.instances import triton_image_uri
+
+    with pytest.raises(InfraConfigError) as caught:
+        triton_image_uri(region="us-east-1", version="25.04", instance_type="ml.p3.2xlarge")
+    assert "compute capability 7.5" in caught.value.message
+    assert caught.value.fix and '"24.09"' in caught.value.fix
