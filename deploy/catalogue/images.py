@@ -31,8 +31,6 @@ from deploy.errors import ConfigError
 # `deploy init` writes NEW_STAGE_TRITON_VERSION into new projects instead.
 DEFAULT_TRITON_VERSION = "24.09"
 NEW_STAGE_TRITON_VERSION = "26.05"
-# The tritonserver `deploy serve` runs (PyPI nvidia-pytriton 0.7.0).
-LOCAL_TRITON = (2, 51, 0)
 
 _TAG = re.compile(r"^(\d{2})\.(\d{2})(?:-.*)?$")
 _WHERE = "infra.triton_version"
@@ -187,6 +185,22 @@ def config_fields_since() -> dict[str, tuple[int, int, int]]:
 def _triple(text: str) -> tuple[int, int, int]:
     parts = _version(text)
     return parts[0], parts[1], parts[2]
+
+
+def local_triton() -> tuple[int, int, int]:
+    """The Triton version of the tritonserver `deploy serve` runs (nvidia-pytriton's)."""
+    return _triple(_table()["local_server"]["triton"])
+
+
+def differences_from_local(tag: str) -> list[str]:
+    """What the image `tag` does that the local server does not (empty when it is older)."""
+    target = image(tag).triton
+    local = local_triton()
+    return [
+        f"Triton {entry['triton']}: {entry['change']}"
+        for entry in _table()["changes_after_local"]
+        if local < _triple(entry["triton"]) <= target
+    ]
 
 
 def first_tag_with(triton: tuple[int, int, int]) -> str | None:

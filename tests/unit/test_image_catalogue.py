@@ -12,13 +12,14 @@ from typer.testing import CliRunner
 
 from deploy.catalogue.images import (
     DEFAULT_TRITON_VERSION,
-    LOCAL_TRITON,
     NEW_STAGE_TRITON_VERSION,
     ami_driver,
+    differences_from_local,
     image,
     image_python,
     incompatibility,
     known_tags,
+    local_triton,
 )
 from deploy.catalogue.instances import describe
 from deploy.cli import app
@@ -46,7 +47,7 @@ def test_each_tag_names_an_ami_whose_driver_its_cuda_accepts() -> None:
     assert image("26.05").inference_ami == "al2023-ami-sagemaker-inference-gpu-4-1"
     assert image("25.04").inference_ami == "al2023-ami-sagemaker-inference-gpu-4-1"
     assert image("24.09").inference_ami is None
-    assert image("24.09").triton == (2, 50, 0) and image("24.09").triton < LOCAL_TRITON
+    assert image("24.09").triton == (2, 50, 0) and image("24.09").triton < local_triton()
 
 
 def test_pythons_follow_the_ubuntu_of_each_release() -> None:
@@ -134,3 +135,11 @@ def test_an_unknown_instance_type_warns_with_the_assumption(tmp_path: Path) -> N
     found = list(image_on_instance(Context(repository=repo, instance_type="ml.g9.xlarge")))
     assert [d.severity for d in found] == ["warning"]
     assert "not in deploy's instance catalogue" in found[0].message
+
+
+def test_serving_locally_names_what_a_newer_stage_image_does_differently() -> None:
+    assert differences_from_local("24.09") == []  # older than the local 2.51
+    newest = differences_from_local("26.05")
+    assert any("model_metrics" in d for d in newest)
+    assert any("--http-max-input-size" in d for d in newest)
+    assert len(differences_from_local("25.04")) < len(newest)
