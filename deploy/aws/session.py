@@ -106,14 +106,15 @@ class AwsSession:
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _account: str | None = field(default=None, init=False, repr=False)
 
-    def client(self, service: str) -> Any:
+    def client(self, service: str, *, max_attempts: int = 5) -> Any:
         """A boto3 client; its endpoint follows AWS_ENDPOINT_URL[_<SERVICE>]."""
+        key = service if max_attempts == 5 else f"{service}/{max_attempts}"
         with self._lock:
-            if service not in self._clients:
+            if key not in self._clients:
                 from botocore.config import Config
 
                 config = Config(
-                    retries={"mode": "standard", "max_attempts": 5},
+                    retries={"mode": "standard", "max_attempts": max_attempts},
                     max_pool_connections=32,
                 )
                 session: Any = self._boto3()
@@ -122,7 +123,7 @@ class AwsSession:
                 action = f"creating the {service} client"
                 try:
                     with aws_call(action, where=self._where()):
-                        self._clients[service] = session.client(service, config=config)
+                        self._clients[key] = session.client(service, config=config)
                 except ValueError as exc:
                     raise AwsCallError(
                         f"{action} failed: {exc}",
@@ -131,7 +132,7 @@ class AwsSession:
                         fix="check AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_"
                         f"{service.upper().replace('-', '_')} and the region",
                     ) from exc
-            return self._clients[service]
+            return self._clients[key]
 
     def _where(self) -> str:
         from deploy.aws.region import describe_profile, resolve_profile

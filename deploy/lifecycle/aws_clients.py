@@ -16,6 +16,7 @@ from typing import Any
 from deploy.aws.autoscaling import AutoScaling
 from deploy.aws.cloudformation import Stacks
 from deploy.aws.cloudwatch import CloudWatch
+from deploy.aws.quotas import ServiceQuotas
 from deploy.aws.s3 import ModelStore
 from deploy.aws.sagemaker import SageMaker
 from deploy.aws.session import AwsSession
@@ -28,6 +29,7 @@ class AwsClients:
     sagemaker: SageMaker
     autoscaling: AutoScaling
     cloudwatch: CloudWatch
+    quotas: ServiceQuotas
     store: Callable[[str], ModelStore]  # a bucket's client
     parameter: Callable[[str], str | None]  # an SSM parameter's value (None: missing)
     lookup_context: Callable[[str], dict[str, Any]]  # what the CDK CLI would look up
@@ -50,6 +52,7 @@ def aws_clients(
         sagemaker=SageMaker(chosen),
         autoscaling=AutoScaling(chosen),
         cloudwatch=CloudWatch(chosen),
+        quotas=ServiceQuotas(chosen),
         store=lambda bucket: ModelStore(chosen, bucket),
         parameter=lambda name: ssm.parameter(chosen, name),
         lookup_context=lambda account: cdk_lookup_context(chosen, account),

@@ -32,7 +32,7 @@ from deploy.aws.sagemaker import EndpointState, SageMaker
 from deploy.aws.session import AwsCallError, AwsSession
 from deploy.client.manifest import HOSTINGS
 from deploy.config import DeploySettings
-from deploy.errors import AwsError
+from deploy.errors import AwsError, ConfigError
 from deploy.hosting import HostingMode, StoredFile, mode_for
 from deploy.lifecycle.assets import container_image_stacks, publish_file_assets
 from deploy.lifecycle.aws_clients import AwsClients, aws_clients
@@ -295,7 +295,41 @@ class AwsProvider:
             current=current_spec,
             changes=changes,
             resources=tuple(resources),
+            notes=self._check_quota(desired) if overall != "none" else (),
         )
+
+    def _check_quota(self, desired: InfraSpec) -> tuple[str, ...]:
+        """The account may run the instances the stage asks for (before anything is made)."""
+        if desired.serverless is not None:
+            return ()
+        instance_type = desired.instance_type
+        answer = self.clients.quotas.endpoint_instances(instance_type)
+        quota = answer.quota
+        if quota is None:
+            return (
+                f"the account's quota of {instance_type} endpoint instances could not be read "
+                f"({answer.unknown_because}); SageMaker checks it when it creates the endpoint",
+            )
+        allowed = int(quota.value)
+        ask = (
+            "ask for more: aws service-quotas request-service-quota-increase --service-code "
+            f"sagemaker --quota-code {quota.code} --desired-value {desired.max_instance_count}"
+        )
+        if allowed < desired.initial_instance_count:
+            raise ConfigError(
+                f"the account may run {allowed} {instance_type} instance(s) as endpoints "
+                f"(Service Quotas: '{quota.name}', {quota.code} in {self.settings.region}); "
+                f"this stage starts {desired.initial_instance_count}. Nothing was created",
+                where="instance_type",
+                fix=f"{ask}, or pick another instance type",
+            )
+        if allowed < desired.max_instance_count:
+            return (
+                f"autoscaling stops at {allowed} {instance_type} instance(s), the account's "
+                f"quota ('{quota.name}'), below max_instance_count "
+                f"{desired.max_instance_count}: {ask}",
+            )
+        return ()
 
     # -- upload -------------------------------------------------------------------------
 
@@ -439,8 +473,6 @@ class AwsProvider:
 
 
 def _default_template_cache() -> Path:
-    from deploy.errors import ConfigError
-
     try:
         return project_root() / "build" / "templates"
     except ConfigError:

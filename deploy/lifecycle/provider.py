@@ -20,6 +20,7 @@ class InfraPlan:
     current: InfraSpec | None
     changes: tuple[InfraChange, ...]
     resources: tuple[dict[str, str], ...] = ()
+    notes: tuple[str, ...] = ()  # what the plan could not check, or found close to a limit
 
 
 @dataclass(frozen=True)

@@ -162,7 +162,7 @@ def plan(
             archive=diff.archive,
             region=settings.region if on_aws else None,
             region_source=provider.region_source,
-            notes=tuple(mode.check_package(settings, package)),
+            notes=(*mode.check_package(settings, package), *infra.notes),
         ),
         infra,
     )

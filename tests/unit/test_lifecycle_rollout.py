@@ -94,6 +94,7 @@ def provider(
         sagemaker=cast(Any, FakeSageMaker()),
         autoscaling=cast(Any, None),
         cloudwatch=cast(Any, None),
+        quotas=cast(Any, None),
         store=lambda bucket: pytest.fail(f"no store expected here, got {bucket}"),
         parameter=lambda name: pytest.fail(f"no parameter expected here, got {name}"),
         lookup_context=lambda account: {},
