@@ -11,9 +11,13 @@ server that crashes now and then keeps being restarted). Exit callbacks run
 once, when the supervisor stops for good.
 
 The SageMaker port listens on 127.0.0.1 and admits only this process (see
-`guard.py`). Each server process gets its own prefix for the python
-backend's shared-memory regions, and the regions of a server that exited are
-removed: a crashed Triton never removes them itself, and they fill /dev/shm.
+`guard.py`). Nothing is sent to the port, `/ping` included, before the
+listener on it is shown to be the child's (`listener.py`): another user may
+have bound it first. Then the server moves to a free port (the front end
+reads `port` per connection); that is not a crash. Each server process gets
+its own prefix for the python backend's shared-memory regions, and the
+regions of a server that exited are removed: a crashed Triton never removes
+them itself, and they fill /dev/shm.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from pathlib import Path
 
 from deploy.errors import LocalEndpointError
 from deploy.local.guard import Clients, guard_environment
+from deploy.local.listener import Holder, describe, holder, port_bound
 from deploy.local.triton import (
     TritonInstall,
     find_triton,
@@ -50,6 +55,8 @@ SHM_DIR = Path("/dev/shm")
 # The python backend's default prefix; ours add a per-process token after it, so
 # `rm /dev/shm/triton_python_backend_shm_region_*` still matches them.
 SHM_PREFIX = "triton_python_backend_shm_region_"
+# Ports tried in one (re)start while other processes hold each one in turn.
+PORT_MOVES = 16
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -193,8 +200,7 @@ class TritonSupervisor:
             self._started = True
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._spawn()
-        self._wait_until_ready()
+        self._launch()
         self._watcher = threading.Thread(target=self._watch, name="triton-watch", daemon=True)
         self._watcher.start()
 
@@ -286,20 +292,63 @@ class TritonSupervisor:
             self._process = process
         log.info("tritonserver pid %s on port %s (log %s)", process.pid, self.port, self.log_path)
 
-    def _wait_until_ready(self) -> None:
+    def _launch(self) -> None:
+        """Start tritonserver and wait until it is ready, on another port while another
+        process holds the one chosen."""
+        for _ in range(PORT_MOVES):
+            self._spawn()
+            if self._wait_until_ready():
+                return
+            process = self._process
+            assert process is not None  # set by _spawn
+            process.kill()
+            process.wait()
+            _reap_group(process.pid)
+            remove_shm_regions(self.shm_prefix)
+            taken, self.port = self.port, free_port()
+            log.warning("port %s is taken; tritonserver moves to port %s", taken, self.port)
+        raise LocalEndpointError(
+            f"another process took each of the {PORT_MOVES} ports tritonserver was started on",
+            where=str(self.log_path),
+            fix="find the process that binds free loopback ports (ss -ltnp) and stop it",
+        )
+
+    def _wait_until_ready(self) -> bool:
+        """True once the child listens on the port and answers `/ping`; False when
+        another process holds the port. Only a listener shown to be the child's is sent
+        anything: checked before the ping, and again after it (the child may have died
+        and freed the port in between)."""
         deadline = time.monotonic() + self.startup_timeout
         process = self._process
         assert process is not None  # set by _spawn
         while time.monotonic() < deadline:
+            found, others = holder(process.pid, self.port)
+            if found is Holder.OTHER:
+                log.warning(
+                    "port %s, chosen for tritonserver, is held by another process: %s",
+                    self.port,
+                    describe(others),
+                )
+                return False
             if process.poll() is not None:
+                if port_bound(self.port):  # bound, not listening: the child's bind failed
+                    log.warning(
+                        "port %s, chosen for tritonserver, is bound by another process", self.port
+                    )
+                    return False
                 raise LocalEndpointError(
                     f"tritonserver exited with code {process.returncode} while starting",
                     where=str(self.log_path),
-                    fix="read the log named here; a busy port or a missing library is usual",
+                    fix="read the log named here; a missing library is usual",
                 )
-            if ping(self.port):
+            if (
+                found is Holder.CHILD
+                and ping(self.port)
+                and holder(process.pid, self.port)[0] is Holder.CHILD
+                and _running(process.pid)
+            ):
                 self._ready.set()
-                return
+                return True
             time.sleep(0.05)
         process.kill()
         process.wait()
@@ -345,8 +394,7 @@ class TritonSupervisor:
                 break
             self.restarts += 1
             try:
-                self._spawn()
-                self._wait_until_ready()
+                self._launch()
             except LocalEndpointError as exc:
                 log.error("restarting tritonserver failed: %s", exc)
                 continue

@@ -1,0 +1,250 @@
+"""Only our own tritonserver is trusted: a port squatter and the python backend's shared memory.
+
+GIVEN another Unix user on the machine (uid 65534, through `setpriv`)
+WHEN it binds tritonserver's SageMaker port on 127.0.0.1 first, with a fake
+server that answers `/ping` and forges model outputs, before the endpoint
+starts or while tritonserver restarts after a crash
+THEN the supervisor sees that the listener is not its child's, moves
+tritonserver to another port, and the squatter is never sent anything: no
+ping, no model path, no request body; invocations answer the real outputs.
+AND the python backend's /dev/shm regions, which hold request and response
+tensors, are mode 0600: the other user cannot open them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from deploy.local.endpoint import EndpointOptions, LocalEndpoint
+from deploy.local.listener import Holder, holder, listeners
+from deploy.local.supervisor import TritonSupervisor, free_port, ping
+from tests.functional.local_models import (
+    addsub_files,
+    invoke,
+    runtime_client,
+    write_archive,
+    write_folder,
+)
+from tests.functional.test_local_triton_isolation import crash_with_nested_json, post
+
+OTHER_USER = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+A = np.arange(8, dtype=np.float32).reshape(2, 4)
+B = np.ones((2, 4), dtype=np.float32)
+
+# A server of the other user: it binds the port as soon as it can (spinning while
+# someone holds it), answers /ping 200 and every POST with forged outputs, and
+# writes each request it gets (line, headers, body) to stdout, one JSON per line.
+SQUATTER = r"""
+import http.server, json, sys, time
+FORGED = json.dumps({"model_name": "forged", "outputs": [
+    {"name": n, "datatype": "FP32", "shape": [2, 4], "data": [666.0] * 8}
+    for n in ("OUTPUT0", "OUTPUT1")]}).encode()
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def record(self):
+        size = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(size).decode("latin-1")
+        print(json.dumps({"request": self.requestline, "headers": dict(self.headers),
+                          "body": body}), flush=True)
+
+    def answer(self, body):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        self.record(); self.answer(b"")
+
+    def do_POST(self):
+        self.record(); self.answer(FORGED)
+
+    def log_message(self, *args):
+        pass
+
+server = http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler, False)
+while True:
+    try:
+        server.server_bind()
+        break
+    except OSError:
+        time.sleep(0.001)
+server.server_activate()
+print("LISTENING", flush=True)
+server.serve_forever()
+"""
+
+
+class Squatter:
+    """The fake server, run as the other user; what it was sent is in `log`."""
+
+    def __init__(self, port: int, log: Path) -> None:
+        self.port = port
+        self.log = log
+        with log.open("wb") as output:  # an inherited descriptor: no path for 65534 to open
+            self.process = subprocess.Popen(
+                [*OTHER_USER, sys.executable, "-c", SQUATTER, str(port)],
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                cwd="/",
+            )
+
+    def lines(self) -> list[str]:
+        return self.log.read_text(errors="replace").splitlines()
+
+    def wait_listening(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while "LISTENING" not in self.lines():
+            assert self.process.poll() is None, self.lines()
+            assert time.monotonic() < deadline, "the squatter never got the port"
+            time.sleep(0.01)
+        # It really is the other user's listener that holds the port.
+        assert [listener.uid for listener in listeners(self.port)] == [65534]
+
+    def requests(self) -> list[str]:
+        return [line for line in self.lines() if line != "LISTENING"]
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+@pytest.fixture
+def squatted_port(tmp_path: Path) -> Iterator[Squatter]:
+    squatter = Squatter(free_port(), tmp_path / "squatter.log")
+    try:
+        yield squatter
+    finally:
+        squatter.stop()
+
+
+def test_listener_of_another_user_is_not_the_childs(squatted_port: Squatter) -> None:
+    squatted_port.wait_listening()
+    # A listener held by this process counts as this process's, not another's.
+    assert holder(os.getpid(), squatted_port.port)[0] is Holder.OTHER
+    with socket.create_server(("127.0.0.1", 0)) as own:
+        port = own.getsockname()[1]
+        assert holder(os.getpid(), port)[0] is Holder.CHILD
+    assert holder(os.getpid(), port)[0] is Holder.NOBODY
+
+
+@pytest.mark.triton
+@pytest.mark.slow
+def test_endpoint_moves_off_a_port_another_user_took_first(
+    squatted_port: Squatter, tmp_path: Path
+) -> None:
+    # GIVEN the other user's fake server on the port the endpoint is told to use
+    squatted_port.wait_listening()
+    store = tmp_path / "store"
+    write_archive(store / "tests" / "addsub.tar.gz", addsub_files("addsub"))
+    options = EndpointOptions(endpoint_name="local", triton_port=squatted_port.port)
+    # WHEN the endpoint starts and is invoked
+    endpoint = LocalEndpoint(store, work_dir=tmp_path / "work", options=options).start()
+    try:
+        _, outputs = invoke(
+            runtime_client(endpoint.url), "local", "tests/addsub.tar.gz", {"INPUT0": A, "INPUT1": B}
+        )
+        # THEN the answer is the model's, from tritonserver on another port
+        np.testing.assert_array_equal(outputs["OUTPUT0"], A + B)
+        np.testing.assert_array_equal(outputs["OUTPUT1"], A - B)
+        assert endpoint.supervisor.port != squatted_port.port
+    finally:
+        endpoint.stop()
+    # AND the squatter, still holding its port, was sent nothing at all
+    log = squatted_port.log.read_text(errors="replace")
+    assert str(tmp_path) not in log and "INPUT0" not in log
+    assert squatted_port.requests() == []
+    assert [listener.uid for listener in listeners(squatted_port.port)] == [65534]
+
+
+@pytest.mark.triton
+@pytest.mark.slow
+def test_supervisor_moves_off_a_port_taken_while_it_restarts(tmp_path: Path) -> None:
+    # GIVEN a running tritonserver, and the other user waiting for its port
+    supervisor = TritonSupervisor(tmp_path / "triton", max_restarts=2, restart_window=600.0)
+    supervisor.start()
+    squatter = Squatter(supervisor.port, tmp_path / "squatter.log")
+    try:
+        first_port = supervisor.port
+        time.sleep(0.5)  # the squatter spins on bind() while tritonserver holds the port
+        assert squatter.lines() == []
+        # WHEN tritonserver crashes, and the squatter takes the port it freed
+        crash_with_nested_json(supervisor)
+        squatter.wait_listening()
+        assert supervisor.wait_ready(60)
+        time.sleep(0.5)
+        # THEN the squatter was never pinged nor sent anything
+        assert squatter.requests() == []
+        # AND the restarted server listens on another port, and it is the child's
+        assert supervisor.port != first_port and supervisor.restarts == 1
+        assert supervisor.pid is not None
+        assert holder(supervisor.pid, supervisor.port)[0] is Holder.CHILD
+        assert ping(supervisor.port) and not supervisor.gave_up
+    finally:
+        supervisor.stop()
+        squatter.stop()
+
+
+# Run as the other user: try to read every region; report what happened, per region.
+READ_REGIONS = r"""
+import json, os, stat, sys
+from pathlib import Path
+report = {}
+for path in sorted(Path("/dev/shm").glob(sys.argv[1] + "*")):
+    mode = oct(stat.S_IMODE(path.stat().st_mode))
+    try:
+        with path.open("rb") as region:
+            region.read(64)
+        report[path.name] = [mode, "READ"]
+    except PermissionError:
+        report[path.name] = [mode, "PermissionError"]
+print(json.dumps(report))
+"""
+
+
+@pytest.mark.triton
+@pytest.mark.slow
+def test_python_backend_shared_memory_is_private_to_the_user(tmp_path: Path) -> None:
+    # GIVEN a python model loaded and serving: its stub talks to Triton through /dev/shm
+    supervisor = TritonSupervisor(tmp_path / "triton")
+    supervisor.start()
+    try:
+        model_dir = write_folder(tmp_path / "models" / "h1" / "model", addsub_files("shm_model"))
+        body = json.dumps({"model_name": "h1", "url": str(model_dir)}).encode()
+        assert post(supervisor.port, "/models", body, "shm_model.tar.gz")[0] == 200
+        request = json.dumps(
+            {
+                "inputs": [
+                    {"name": n, "datatype": "FP32", "shape": [2, 4], "data": A.ravel().tolist()}
+                    for n in ("INPUT0", "INPUT1")
+                ]
+            }
+        ).encode()
+        status, answer = post(supervisor.port, "/models/h1/invoke", request, "shm_model.tar.gz")
+        assert status == 200, answer
+        # WHEN the other user tries to read the regions
+        result = subprocess.run(
+            [*OTHER_USER, sys.executable, "-c", READ_REGIONS, supervisor.shm_prefix],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+            cwd="/",
+        )
+        report = json.loads(result.stdout)
+        # THEN every region is the user's alone, and the other user cannot open it
+        assert report, "the python model has no shared-memory region"
+        assert all(outcome == ["0o600", "PermissionError"] for outcome in report.values()), report
+    finally:
+        supervisor.stop()
