@@ -20,6 +20,7 @@ import errno
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 _LISTEN = "0A"  # TCP_LISTEN, as /proc/net/tcp prints the state
 # The local addresses, as /proc/net prints them (each 32-bit word in host order),
@@ -32,6 +33,17 @@ _TABLES = (
         frozenset({"0000000000000000FFFF00000100007F", "00000000000000000000000000000000"}),
     ),
 )
+
+
+class VerifiedServer(Protocol):
+    """A server whose listener was verified (the supervisor): connect to
+    `verified()`'s port, then send nothing unless `still_verified(token)`."""
+
+    def verified(self) -> tuple[int, int]:
+        """(port, token); ConnectionRefusedError while no verified server runs."""
+        ...
+
+    def still_verified(self, token: int) -> bool: ...
 
 
 @dataclass(frozen=True)

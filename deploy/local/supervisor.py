@@ -14,7 +14,9 @@ The SageMaker port listens on 127.0.0.1 and admits only this process (see
 `guard.py`). Nothing is sent to the port, `/ping` included, before the
 listener on it is shown to be the child's (`listener.py`): another user may
 have bound it first. Then the server moves to a free port (the front end
-reads `port` per connection); that is not a crash. Each server process gets
+reads `port` per connection); that is not a crash. Clients connect through
+`verified()` and `still_verified()`: a connection opened while the verified
+child runs reached it, since while it runs it keeps the port from everyone. Each server process gets
 its own prefix for the python backend's shared-memory regions, and the
 regions of a server that exited are removed: a crashed Triton never removes
 them itself, and they fill /dev/shm.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import http.client
 import logging
 import os
@@ -162,6 +165,9 @@ class TritonSupervisor:
         self._install = install
         self.environment = dict(environment or {})  # added to triton_environment()
         self._process: subprocess.Popen[bytes] | None = None
+        self._starts = 0  # processes started, the current one's number
+        # The running process shown to hold the port, its port and start number.
+        self._trusted: tuple[subprocess.Popen[bytes], int, int] | None = None
         self._lock = threading.Lock()
         self._started = False
         self._stopping = threading.Event()
@@ -183,6 +189,28 @@ class TritonSupervisor:
         """Answering /ping, and the process has not exited since (checked now)."""
         process = self._process
         return self._ready.is_set() and process is not None and _running(process.pid)
+
+    def verified(self) -> tuple[int, int]:
+        """The port of the running tritonserver that was shown to hold it, and a token
+        for `still_verified`. ConnectionRefusedError while there is none (restarting).
+
+        Connect to the port, then send nothing unless `still_verified(token)`: a
+        child that ran before and after the connect held the port all along, so the
+        connection reached it and not a process that took the port meanwhile."""
+        trusted = self._trusted
+        if trusted is None or not self._alive(trusted[0]):
+            raise ConnectionRefusedError(errno.ECONNREFUSED, "tritonserver is not running")
+        return trusted[1], trusted[2]
+
+    def still_verified(self, token: int) -> bool:
+        """True while the tritonserver that `verified()` gave `token` for runs."""
+        trusted = self._trusted
+        return trusted is not None and trusted[2] == token and self._alive(trusted[0])
+
+    @staticmethod
+    def _alive(process: subprocess.Popen[bytes]) -> bool:
+        # returncode is set once the watcher reaped it (its pid may then be reused).
+        return process.returncode is None and _running(process.pid)
 
     def wait_ready(self, timeout: float) -> bool:
         """Block until the server is ready (or `timeout` seconds pass)."""
@@ -208,6 +236,7 @@ class TritonSupervisor:
         """SIGINT, then SIGKILL after `stop_timeout`; runs the exit callbacks once."""
         self._stopping.set()
         self._ready.clear()
+        self._trusted = None
         with self._lock:
             process = self._process
         if process is not None and process.poll() is None:
@@ -290,6 +319,7 @@ class TritonSupervisor:
             log_file.close()
         with self._lock:
             self._process = process
+            self._starts += 1
         log.info("tritonserver pid %s on port %s (log %s)", process.pid, self.port, self.log_path)
 
     def _launch(self) -> None:
@@ -347,6 +377,7 @@ class TritonSupervisor:
                 and holder(process.pid, self.port)[0] is Holder.CHILD
                 and _running(process.pid)
             ):
+                self._trusted = (process, self.port, self._starts)
                 self._ready.set()
                 return True
             time.sleep(0.05)
@@ -371,6 +402,7 @@ class TritonSupervisor:
             process = self._process
             assert process is not None
             code = process.wait()
+            self._trusted = None
             if not self._stopping.is_set():
                 self.crashes += 1
             self._ready.clear()

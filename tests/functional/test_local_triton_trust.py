@@ -170,30 +170,70 @@ def test_endpoint_moves_off_a_port_another_user_took_first(
 
 @pytest.mark.triton
 @pytest.mark.slow
-def test_supervisor_moves_off_a_port_taken_while_it_restarts(tmp_path: Path) -> None:
-    # GIVEN a running tritonserver, and the other user waiting for its port
-    supervisor = TritonSupervisor(tmp_path / "triton", max_restarts=2, restart_window=600.0)
-    supervisor.start()
+def test_endpoint_moves_off_a_port_taken_while_tritonserver_restarts(tmp_path: Path) -> None:
+    # GIVEN a serving endpoint, and the other user waiting for tritonserver's port
+    store = tmp_path / "store"
+    write_archive(store / "tests" / "addsub.tar.gz", addsub_files("addsub"))
+    endpoint = LocalEndpoint(
+        store, work_dir=tmp_path / "work", options=EndpointOptions(endpoint_name="local")
+    ).start()
+    supervisor = endpoint.supervisor
+    runtime = runtime_client(endpoint.url)
     squatter = Squatter(supervisor.port, tmp_path / "squatter.log")
     try:
+        invoke(runtime, "local", "tests/addsub.tar.gz", {"INPUT0": A, "INPUT1": B})
         first_port = supervisor.port
         time.sleep(0.5)  # the squatter spins on bind() while tritonserver holds the port
         assert squatter.lines() == []
         # WHEN tritonserver crashes, and the squatter takes the port it freed
         crash_with_nested_json(supervisor)
         squatter.wait_listening()
-        assert supervisor.wait_ready(60)
-        time.sleep(0.5)
-        # THEN the squatter was never pinged nor sent anything
+        # THEN invocations answer the real outputs, from tritonserver on another port
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                _, outputs = invoke(
+                    runtime, "local", "tests/addsub.tar.gz", {"INPUT0": A, "INPUT1": B}
+                )
+                break
+            except runtime.exceptions.ServiceUnavailable:  # still restarting
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        np.testing.assert_array_equal(outputs["OUTPUT0"], A + B)
+        np.testing.assert_array_equal(outputs["OUTPUT1"], A - B)
+        # AND the squatter was never pinged nor sent anything
         assert squatter.requests() == []
-        # AND the restarted server listens on another port, and it is the child's
         assert supervisor.port != first_port and supervisor.restarts == 1
         assert supervisor.pid is not None
         assert holder(supervisor.pid, supervisor.port)[0] is Holder.CHILD
         assert ping(supervisor.port) and not supervisor.gave_up
     finally:
-        supervisor.stop()
+        endpoint.stop()
         squatter.stop()
+
+
+@pytest.mark.triton
+@pytest.mark.slow
+def test_a_connection_is_trusted_only_while_the_verified_server_runs(tmp_path: Path) -> None:
+    # GIVEN a verified tritonserver, and the token a client takes before connecting
+    supervisor = TritonSupervisor(tmp_path / "triton", max_restarts=2, restart_window=600.0)
+    supervisor.start()
+    try:
+        port, token = supervisor.verified()
+        assert port == supervisor.port and supervisor.still_verified(token)
+        # WHEN it crashes
+        crash_with_nested_json(supervisor)
+        # THEN a connection opened with that token is not trusted, even once the
+        # replacement runs (the port may have been another's in between)
+        assert not supervisor.still_verified(token)
+        assert supervisor.wait_ready(60)
+        assert not supervisor.still_verified(token)
+        assert supervisor.still_verified(supervisor.verified()[1])
+    finally:
+        supervisor.stop()
+    # AND none is trusted after a stop
+    with pytest.raises(ConnectionRefusedError):
+        supervisor.verified()
 
 
 # Run as the other user: try to read every region; report what happened, per region.
