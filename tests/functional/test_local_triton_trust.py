@@ -236,6 +236,40 @@ def test_a_connection_is_trusted_only_while_the_verified_server_runs(tmp_path: P
         supervisor.verified()
 
 
+@pytest.mark.triton
+@pytest.mark.slow
+def test_a_port_bound_without_listening_is_left_without_counting_a_crash(tmp_path: Path) -> None:
+    # GIVEN the other user holding the port with a bound socket that never listens
+    port = free_port()
+    holding = subprocess.Popen(
+        [
+            *OTHER_USER,
+            sys.executable,
+            "-c",
+            "import socket, sys, time\n"
+            "s = socket.socket()\n"
+            f"s.bind(('127.0.0.1', {port}))\n"
+            "print('BOUND', flush=True)\n"
+            "time.sleep(600)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd="/",
+    )
+    supervisor = TritonSupervisor(tmp_path / "triton", port=port)
+    try:
+        assert holding.stdout is not None and holding.stdout.readline() == "BOUND\n"
+        # WHEN tritonserver is started on it (its bind fails and it exits)
+        supervisor.start()
+        # THEN it runs on another port, and that is no crash
+        assert supervisor.port != port and ping(supervisor.port)
+        assert supervisor.crashes == 0 and supervisor.restarts == 0
+    finally:
+        supervisor.stop()
+        holding.kill()
+        holding.communicate()
+
+
 # Run as the other user: try to read every region; report what happened, per region.
 READ_REGIONS = r"""
 import json, os, stat, sys
