@@ -4,22 +4,25 @@ Modelled on pytriton's `server/triton_server.py`: one start per supervisor,
 the child dies with its parent (PR_SET_PDEATHSIG), stop is SIGINT, then
 SIGKILL after a timeout, logs go to a file, readiness is `GET /ping` on the
 SageMaker port. A crash (any exit not asked for) restarts the server on the
-same port and then runs the `on_restart` callbacks, which reload the models
-that were loaded. The restart budget is a rate: more than `max_restarts`
-crashes within `restart_window` seconds and the supervisor gives up (a
-server that crashes now and then keeps being restarted). Exit callbacks run
-once, when the supervisor stops for good.
+same port (another if that was taken meanwhile) and then runs the
+`on_restart` callbacks, which reload the models that were loaded. The
+restart budget is a rate: more than `max_restarts` crashes within
+`restart_window` seconds and the supervisor gives up (a server that crashes
+now and then keeps being restarted). Exit callbacks run once, when the
+supervisor stops for good.
 
 The SageMaker port listens on 127.0.0.1 and admits only this process (see
-`guard.py`). Nothing is sent to the port, `/ping` included, before the
-listener on it is shown to be the child's (`listener.py`): another user may
-have bound it first. Then the server moves to a free port (the front end
-reads `port` per connection); that is not a crash. Clients connect through
-`verified()` and `still_verified()`: a connection opened while the verified
-child runs reached it, since while it runs it keeps the port from everyone. Each server process gets
-its own prefix for the python backend's shared-memory regions, and the
-regions of a server that exited are removed: a crashed Triton never removes
-them itself, and they fill /dev/shm.
+`guard.py`). Another user may have bound that port first, so nothing is sent
+to it, `/ping` included, before the listener on it is shown to be the
+child's (`listener.py`); when it is another's, the server moves to a free
+port, which is not a crash. Clients connect through `verified()` and
+`still_verified()`: a connection opened while the verified child runs
+reached it, since while it runs no other user can take the port.
+
+Each server process gets its own prefix for the python backend's
+shared-memory regions, and the regions of a server that exited are removed:
+a crashed Triton never removes them itself, and they fill /dev/shm. The
+guard makes them mode 0600.
 """
 
 from __future__ import annotations
@@ -345,9 +348,9 @@ class TritonSupervisor:
 
     def _wait_until_ready(self) -> bool:
         """True once the child listens on the port and answers `/ping`; False when
-        another process holds the port. Only a listener shown to be the child's is sent
-        anything: checked before the ping, and again after it (the child may have died
-        and freed the port in between)."""
+        another process holds the port. The ping goes only to a listener shown to be
+        the child's, and counts only if the child still holds it afterwards (had it
+        died in between, the answer may have come from whoever took the port)."""
         deadline = time.monotonic() + self.startup_timeout
         process = self._process
         assert process is not None  # set by _spawn
