@@ -139,6 +139,37 @@ def test_listener_of_another_user_is_not_the_childs(squatted_port: Squatter) -> 
     assert holder(os.getpid(), port)[0] is Holder.NOBODY
 
 
+# Run as the other user: its own child listens; the checks need no privilege.
+CHECK_AS_USER = r"""
+import os, signal, socket, time
+from deploy.local.listener import holder
+ready, tell = os.pipe()
+child = os.fork()
+if child == 0:
+    server = socket.create_server(("127.0.0.1", 0))
+    os.write(tell, b"%8d" % server.getsockname()[1])
+    time.sleep(60)
+    os._exit(0)
+port = int(os.read(ready, 8))
+print(holder(child, port)[0].name, holder(1, port)[0].name)
+os.kill(child, signal.SIGKILL)
+os.waitpid(child, 0)
+"""
+
+
+def test_listener_checks_work_for_an_unprivileged_user() -> None:
+    result = subprocess.run(
+        [*OTHER_USER, sys.executable, "-c", CHECK_AS_USER],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd="/",
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert result.stdout.split() == ["CHILD", "OTHER"], result.stdout + result.stderr
+
+
 @pytest.mark.triton
 @pytest.mark.slow
 def test_endpoint_moves_off_a_port_another_user_took_first(
