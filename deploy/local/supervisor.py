@@ -212,8 +212,15 @@ class TritonSupervisor:
 
     @staticmethod
     def _alive(process: subprocess.Popen[bytes]) -> bool:
-        # returncode is set once the watcher reaped it (its pid may then be reused).
-        return process.returncode is None and _running(process.pid)
+        """Not exited: a zombie counts as exited (it no longer holds the port). One
+        syscall that reaps nothing, since it runs on every new connection."""
+        if process.returncode is not None:  # reaped by the watcher
+            return False
+        try:
+            flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
+            return os.waitid(os.P_PID, process.pid, flags) is None
+        except ChildProcessError:  # reaped just now
+            return False
 
     def wait_ready(self, timeout: float) -> bool:
         """Block until the server is ready (or `timeout` seconds pass)."""
