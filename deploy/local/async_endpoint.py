@@ -153,7 +153,7 @@ class AsyncLocalEndpoint(SingleModelEndpoint):
         self.invocations = AsyncInvocations(
             endpoint_name=self.options.endpoint_name,
             locations=locations,
-            triton_port=lambda: self.supervisor.port,
+            triton=self.supervisor,
             s3_client=s3_client,
             max_concurrent=max_concurrent,
             default_timeout=invocation_timeout,

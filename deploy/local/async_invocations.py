@@ -49,6 +49,7 @@ from deploy.async_inference.layout import (
     output_key,
 )
 from deploy.local import wire
+from deploy.local.listener import VerifiedServer
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +224,7 @@ class _S3Writer:
 class AsyncInvocations:
     """Accepts InvokeEndpointAsync calls and runs them (see the module docstring).
 
-    `triton_port` gives tritonserver's SageMaker port; `s3_client` makes the
+    `triton` is the supervised tritonserver (its verified port); `s3_client` makes the
     boto3 S3 client (called once, in a worker thread; boto3 honours
     AWS_ENDPOINT_URL).
     """
@@ -233,7 +234,7 @@ class AsyncInvocations:
         *,
         endpoint_name: str,
         locations: AsyncLocations,
-        triton_port: Callable[[], int],
+        triton: VerifiedServer,
         s3_client: Callable[[], Any],
         max_concurrent: int = 4,
         default_timeout: float = DEFAULT_INVOCATION_TIMEOUT_S,
@@ -242,7 +243,7 @@ class AsyncInvocations:
     ) -> None:
         self.endpoint_name = endpoint_name
         self.locations = locations
-        self.triton_port = triton_port
+        self.triton = triton
         self._make_s3 = s3_client
         self._s3: Any | None = None
         self.max_concurrent = max_concurrent
@@ -464,10 +465,15 @@ class AsyncInvocations:
     async def _invoke(self, job: _Job) -> None:
         body, size = await self._open_input(job)
         try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", self.triton_port())
+            port, token = self.triton.verified()
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
         except OSError as exc:
             body.close()
             raise InvocationFailedError(f"the model server did not answer: {exc}") from exc
+        if not self.triton.still_verified(token):  # it stopped: the port may be another's
+            writer.close()
+            body.close()
+            raise InvocationFailedError("the model server stopped while the connection opened")
         sink = _S3Writer(self, *job.output)
         answer = _Answer(sink.add)
         try:

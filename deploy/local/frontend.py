@@ -35,6 +35,7 @@ from deploy.local import wire
 from deploy.local.archive import DiskFullError
 from deploy.local.connections import BODY, CLOSING, HEAD, IDLE, ConnectionGuard, ConnectionLimits
 from deploy.local.json_limits import json_problem
+from deploy.local.listener import VerifiedServer
 from deploy.local.memory import keep_freed_memory
 from deploy.local.platform import (
     LoadedModel,
@@ -160,8 +161,8 @@ class _Upstream(asyncio.Protocol):
 class UpstreamPool:
     """Idle keep-alive connections to tritonserver's SageMaker port."""
 
-    def __init__(self, port: Callable[[], int], timeout: float) -> None:
-        self._port = port
+    def __init__(self, server: VerifiedServer, timeout: float) -> None:
+        self._server = server
         self._idle: deque[_Upstream] = deque()
         self._open: set[_Upstream] = set()
         self.timeout = timeout
@@ -194,11 +195,13 @@ class UpstreamPool:
             return connection
         loop = asyncio.get_running_loop()
         try:
-            _, protocol = await loop.create_connection(
-                lambda: _Upstream(self), "127.0.0.1", self._port()
-            )
+            port, token = self._server.verified()
+            _, protocol = await loop.create_connection(lambda: _Upstream(self), "127.0.0.1", port)
         except OSError as exc:
             raise UpstreamError(f"cannot connect to tritonserver: {exc}") from exc
+        if not self._server.still_verified(token):  # it stopped: the port may be another's
+            protocol.close()
+            raise UpstreamError("tritonserver stopped while the connection opened")
         self._open.add(protocol)
         return protocol
 
@@ -530,7 +533,7 @@ class FrontEnd:
         self._requests = 0
         self.max_payload = max_payload
         self.model_wait = model_wait
-        self.upstream = UpstreamPool(lambda: platform.server.port, invoke_timeout)
+        self.upstream = UpstreamPool(platform.server, invoke_timeout)
         self.log_stream = f"file://{log_path}"
         # Loads wait (bounded) for room and for Triton; status has its own thread.
         self._executor = ThreadPoolExecutor(max_workers=16, thread_name_prefix="model-load")

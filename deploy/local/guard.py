@@ -6,8 +6,11 @@ reachable by anyone but the front end. `triton_guard.c`, preloaded into
 tritonserver, moves that bind to 127.0.0.1 and closes every connection to
 the port that does not come from the front end's process (or, with
 `clients="user"`, from a process of the same user: benchmarks that call
-Triton directly). It is compiled once per source version with the system C
-compiler (`$CC`, else `cc`) into `$XDG_CACHE_HOME/deploy/`.
+Triton directly). It also keeps the python backend's shared-memory regions in
+/dev/shm, which hold request and response tensors, to this user (mode 0600:
+the backend asks for 0644 and re-applies it past the umask). It is compiled
+once per source version with the system C compiler (`$CC`, else `cc`) into
+`$XDG_CACHE_HOME/deploy/`.
 """
 
 from __future__ import annotations

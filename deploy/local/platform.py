@@ -52,6 +52,7 @@ from typing import Any, Protocol
 from deploy.errors import LocalEndpointError
 from deploy.local.adapters import adapt_folder
 from deploy.local.archive import DEFAULT_MAX_EXTRACTED_BYTES, extract_archive
+from deploy.local.listener import VerifiedServer
 from deploy.local.store import DirectoryStore, S3Store, check_target_model
 
 log = logging.getLogger(__name__)
@@ -134,8 +135,8 @@ class LoadedModel:
         }
 
 
-class TritonServer(Protocol):
-    """What the platform needs from the supervisor (a port and readiness)."""
+class TritonServer(VerifiedServer, Protocol):
+    """What the platform needs from the supervisor (its verified port and readiness)."""
 
     port: int
 
@@ -587,13 +588,16 @@ class ModelPlatform:
     def _request(
         self, method: str, path: str, target_model: str, body: bytes | None = None
     ) -> tuple[int, str]:
-        connection = http.client.HTTPConnection(
-            "127.0.0.1", self.server.port, timeout=self.triton_timeout
-        )
         headers = {"X-Amzn-SageMaker-Target-Model": target_model}
         if body is not None:
             headers["Content-Type"] = "application/json"
+        connection = None
         try:
+            port, token = self.server.verified()
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=self.triton_timeout)
+            connection.connect()
+            if not self.server.still_verified(token):  # the port may be another's now
+                raise ConnectionRefusedError("tritonserver stopped while the connection opened")
             connection.request(method, path, body=body, headers=headers)
             response = connection.getresponse()
             text = response.read().decode("utf-8", "replace")
@@ -604,7 +608,8 @@ class ModelPlatform:
                 fix="retry shortly; the supervisor restarts a crashed server",
             ) from exc
         finally:
-            connection.close()
+            if connection is not None:
+                connection.close()
         try:
             message = json.loads(text).get("error", text) if text else ""
         except (ValueError, AttributeError):

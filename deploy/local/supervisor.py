@@ -4,22 +4,32 @@ Modelled on pytriton's `server/triton_server.py`: one start per supervisor,
 the child dies with its parent (PR_SET_PDEATHSIG), stop is SIGINT, then
 SIGKILL after a timeout, logs go to a file, readiness is `GET /ping` on the
 SageMaker port. A crash (any exit not asked for) restarts the server on the
-same port and then runs the `on_restart` callbacks, which reload the models
-that were loaded. The restart budget is a rate: more than `max_restarts`
-crashes within `restart_window` seconds and the supervisor gives up (a
-server that crashes now and then keeps being restarted). Exit callbacks run
-once, when the supervisor stops for good.
+same port (another if that was taken meanwhile) and then runs the
+`on_restart` callbacks, which reload the models that were loaded. The
+restart budget is a rate: more than `max_restarts` crashes within
+`restart_window` seconds and the supervisor gives up (a server that crashes
+now and then keeps being restarted). Exit callbacks run once, when the
+supervisor stops for good.
 
 The SageMaker port listens on 127.0.0.1 and admits only this process (see
-`guard.py`). Each server process gets its own prefix for the python
-backend's shared-memory regions, and the regions of a server that exited are
-removed: a crashed Triton never removes them itself, and they fill /dev/shm.
+`guard.py`). Another user may have bound that port first, so nothing is sent
+to it, `/ping` included, before the listener on it is shown to be the
+child's (`listener.py`); when it is another's, the server moves to a free
+port, which is not a crash. Clients connect through `verified()` and
+`still_verified()`: a connection opened while the verified child runs
+reached it, since while it runs no other user can take the port.
+
+Each server process gets its own prefix for the python backend's
+shared-memory regions, and the regions of a server that exited are removed:
+a crashed Triton never removes them itself, and they fill /dev/shm. The
+guard makes them mode 0600.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import http.client
 import logging
 import os
@@ -35,6 +45,7 @@ from pathlib import Path
 
 from deploy.errors import LocalEndpointError
 from deploy.local.guard import Clients, guard_environment
+from deploy.local.listener import Holder, describe, holder, port_bound
 from deploy.local.triton import (
     TritonInstall,
     find_triton,
@@ -50,6 +61,8 @@ SHM_DIR = Path("/dev/shm")
 # The python backend's default prefix; ours add a per-process token after it, so
 # `rm /dev/shm/triton_python_backend_shm_region_*` still matches them.
 SHM_PREFIX = "triton_python_backend_shm_region_"
+# Ports tried in one (re)start while other processes hold each one in turn.
+PORT_MOVES = 16
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -155,6 +168,9 @@ class TritonSupervisor:
         self._install = install
         self.environment = dict(environment or {})  # added to triton_environment()
         self._process: subprocess.Popen[bytes] | None = None
+        self._starts = 0  # processes started, the current one's number
+        # The running process shown to hold the port, its port and start number.
+        self._trusted: tuple[subprocess.Popen[bytes], int, int] | None = None
         self._lock = threading.Lock()
         self._started = False
         self._stopping = threading.Event()
@@ -177,6 +193,35 @@ class TritonSupervisor:
         process = self._process
         return self._ready.is_set() and process is not None and _running(process.pid)
 
+    def verified(self) -> tuple[int, int]:
+        """The port of the running tritonserver that was shown to hold it, and a token
+        for `still_verified`. ConnectionRefusedError while there is none (restarting).
+
+        Connect to the port, then send nothing unless `still_verified(token)`: a
+        child that ran before and after the connect held the port all along, so the
+        connection reached it and not a process that took the port meanwhile."""
+        trusted = self._trusted
+        if trusted is None or not self._alive(trusted[0]):
+            raise ConnectionRefusedError(errno.ECONNREFUSED, "tritonserver is not running")
+        return trusted[1], trusted[2]
+
+    def still_verified(self, token: int) -> bool:
+        """True while the tritonserver that `verified()` gave `token` for runs."""
+        trusted = self._trusted
+        return trusted is not None and trusted[2] == token and self._alive(trusted[0])
+
+    @staticmethod
+    def _alive(process: subprocess.Popen[bytes]) -> bool:
+        """Not exited: a zombie counts as exited (it no longer holds the port). One
+        syscall that reaps nothing, since it runs on every new connection."""
+        if process.returncode is not None:  # reaped by the watcher
+            return False
+        try:
+            flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
+            return os.waitid(os.P_PID, process.pid, flags) is None
+        except ChildProcessError:  # reaped just now
+            return False
+
     def wait_ready(self, timeout: float) -> bool:
         """Block until the server is ready (or `timeout` seconds pass)."""
         return self._ready.wait(timeout)
@@ -193,8 +238,7 @@ class TritonSupervisor:
             self._started = True
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._spawn()
-        self._wait_until_ready()
+        self._launch()
         self._watcher = threading.Thread(target=self._watch, name="triton-watch", daemon=True)
         self._watcher.start()
 
@@ -202,6 +246,7 @@ class TritonSupervisor:
         """SIGINT, then SIGKILL after `stop_timeout`; runs the exit callbacks once."""
         self._stopping.set()
         self._ready.clear()
+        self._trusted = None
         with self._lock:
             process = self._process
         if process is not None and process.poll() is None:
@@ -284,22 +329,67 @@ class TritonSupervisor:
             log_file.close()
         with self._lock:
             self._process = process
+            self._starts += 1
         log.info("tritonserver pid %s on port %s (log %s)", process.pid, self.port, self.log_path)
 
-    def _wait_until_ready(self) -> None:
+    def _launch(self) -> None:
+        """Start tritonserver and wait until it is ready, on another port while another
+        process holds the one chosen."""
+        for _ in range(PORT_MOVES):
+            self._spawn()
+            if self._wait_until_ready():
+                return
+            process = self._process
+            assert process is not None  # set by _spawn
+            process.kill()
+            process.wait()
+            _reap_group(process.pid)
+            remove_shm_regions(self.shm_prefix)
+            taken, self.port = self.port, free_port()
+            log.warning("port %s is taken; tritonserver moves to port %s", taken, self.port)
+        raise LocalEndpointError(
+            f"another process took each of the {PORT_MOVES} ports tritonserver was started on",
+            where=str(self.log_path),
+            fix="find the process that binds free loopback ports (ss -ltnp) and stop it",
+        )
+
+    def _wait_until_ready(self) -> bool:
+        """True once the child listens on the port and answers `/ping`; False when
+        another process holds the port. The ping goes only to a listener shown to be
+        the child's, and counts only if the child still holds it afterwards (had it
+        died in between, the answer may have come from whoever took the port)."""
         deadline = time.monotonic() + self.startup_timeout
         process = self._process
         assert process is not None  # set by _spawn
         while time.monotonic() < deadline:
+            found, others = holder(process.pid, self.port)
+            if found is Holder.OTHER:
+                log.warning(
+                    "port %s, chosen for tritonserver, is held by another process: %s",
+                    self.port,
+                    describe(others),
+                )
+                return False
             if process.poll() is not None:
+                if port_bound(self.port):  # bound, not listening: the child's bind failed
+                    log.warning(
+                        "port %s, chosen for tritonserver, is bound by another process", self.port
+                    )
+                    return False
                 raise LocalEndpointError(
                     f"tritonserver exited with code {process.returncode} while starting",
                     where=str(self.log_path),
-                    fix="read the log named here; a busy port or a missing library is usual",
+                    fix="read the log named here; a missing library is usual",
                 )
-            if ping(self.port):
+            if (
+                found is Holder.CHILD
+                and ping(self.port)
+                and holder(process.pid, self.port)[0] is Holder.CHILD
+                and _running(process.pid)
+            ):
+                self._trusted = (process, self.port, self._starts)
                 self._ready.set()
-                return
+                return True
             time.sleep(0.05)
         process.kill()
         process.wait()
@@ -322,6 +412,7 @@ class TritonSupervisor:
             process = self._process
             assert process is not None
             code = process.wait()
+            self._trusted = None
             if not self._stopping.is_set():
                 self.crashes += 1
             self._ready.clear()
@@ -345,8 +436,7 @@ class TritonSupervisor:
                 break
             self.restarts += 1
             try:
-                self._spawn()
-                self._wait_until_ready()
+                self._launch()
             except LocalEndpointError as exc:
                 log.error("restarting tritonserver failed: %s", exc)
                 continue

@@ -10,6 +10,15 @@
  *   accept4()   comes from a socket owned by this user and, in the default
  *               mode, held by the front end's process (its /proc/PID/fd).
  *
+ * It also keeps the python backend's shared memory (request and response
+ * tensors) to this user. Boost.Interprocess creates the regions mode 0644 and
+ * then fchmod()s them to 0644 so that the umask cannot narrow it:
+ *
+ *   shm_open()  creates with the owner's bits only;
+ *   fchmod()    of a file in /dev/shm keeps the owner's bits only.
+ *
+ * The python-backend stubs inherit LD_PRELOAD, so their regions are covered too.
+ *
  * Configured by the environment: DEPLOY_GUARD_PORT (the port), and
  * DEPLOY_GUARD_CLIENT_PID (the only process allowed; 0 or unset: any
  * process of this user). Everything else passes through untouched.
@@ -25,16 +34,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
 typedef int (*bind_fn)(int, const struct sockaddr *, socklen_t);
 typedef int (*accept_fn)(int, struct sockaddr *, socklen_t *);
 typedef int (*accept4_fn)(int, struct sockaddr *, socklen_t *, int);
+typedef int (*shm_open_fn)(const char *, int, mode_t);
+typedef int (*fchmod_fn)(int, mode_t);
 
 static bind_fn real_bind;
 static accept_fn real_accept;
 static accept4_fn real_accept4;
+static shm_open_fn real_shm_open;
+static fchmod_fn real_fchmod;
 static int guard_port = -1;
 static long client_pid = 0;
 
@@ -181,4 +195,29 @@ int accept(int fd, struct sockaddr *addr, socklen_t *len)
     refused();
     if (len != NULL) *len = size;
   }
+}
+
+/* Looked up on first use: another library's constructor may call them before ours runs. */
+int shm_open(const char *name, int oflag, mode_t mode)
+{
+  if (real_shm_open == NULL) real_shm_open = (shm_open_fn)dlsym(RTLD_NEXT, "shm_open");
+  return real_shm_open(name, oflag, mode & S_IRWXU);
+}
+
+/* True when `fd` is a file in /dev/shm (POSIX shared memory). */
+static int in_dev_shm(int fd)
+{
+  char link_path[64], target[32];
+  ssize_t n;
+  snprintf(link_path, sizeof link_path, "/proc/self/fd/%d", fd);
+  n = readlink(link_path, target, sizeof target - 1);
+  if (n <= 0) return 0;
+  target[n] = '\0';
+  return strncmp(target, "/dev/shm/", 9) == 0;
+}
+
+int fchmod(int fd, mode_t mode)
+{
+  if (real_fchmod == NULL) real_fchmod = (fchmod_fn)dlsym(RTLD_NEXT, "fchmod");
+  return real_fchmod(fd, in_dev_shm(fd) ? mode & S_IRWXU : mode);
 }
