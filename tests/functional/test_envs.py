@@ -129,7 +129,7 @@ def test_pip_options_are_refused(tmp_path: Path) -> None:
         app, ["env", "build", str(requirements), "--out", str(tmp_path / "e.tar.gz")]
     )
     assert result.exit_code == 1
-    assert "line 1: '-r other.txt' is a pip option" in result.output
+    assert "line 1: '-r other.txt': -r is a pip option" in result.output
     assert "Traceback" not in result.output
 
 
