@@ -6,6 +6,8 @@ errors of the model, without running anything.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -144,3 +146,31 @@ def test_validate_reports_each_refused_line_as_an_error(tmp_path: Path) -> None:
     assert "${AWS_SECRET_ACCESS_KEY}" in report.errors[0].message
     assert "-e is a pip option" in report.errors[1].message
     assert report.errors[1].fix.startswith("publish the package as a wheel")
+
+
+def test_validating_requirements_starts_no_process_and_reads_no_network(tmp_path: Path) -> None:
+    """An audit hook in a fresh interpreter fails on any process start or socket."""
+    folder = tmp_path / "m"
+    (folder / "1").mkdir(parents=True)
+    (folder / "1" / "model.py").write_text("import six\n")
+    (folder / "config.pbtxt").write_text(CONFIG)
+    (folder / "requirements.txt").write_text("six==1.17.0\nx @ https://h/x.whl\n")
+    code = (
+        "import sys\n"
+        "def hook(event, args):\n"
+        "    if event in ('subprocess.Popen', 'os.system', 'os.posix_spawn', 'os.fork',\n"
+        "                 'os.exec', 'socket.__new__', 'socket.connect'):\n"
+        "        raise SystemExit(f'validation did {event}')\n"
+        "from pathlib import Path\nfrom deploy.validation import validate_repository\n"
+        "sys.addaudithook(hook)\n"
+        "report = validate_repository(Path(sys.argv[1]))\n"
+        "print(len(report.errors))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "1"), done.stderr
