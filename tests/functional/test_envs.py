@@ -7,7 +7,7 @@ THEN the archive has the layout the python backend activates, is reused from
      the local endpoint (with the wheel's stub for the environment's Python),
      while a model without one sees the image's packages only.
 
-Wheels come from the package index pip is configured with; built environments
+Wheels come from PyPI (or the index `pip_index_url` names); built environments
 stay in the cache (`DEPLOY_CACHE_DIR`, default ~/.cache/deploy/envs), so a
 second run builds nothing.
 """
