@@ -298,7 +298,6 @@ def requirements_are_specifiers(ctx: Context, model: Model) -> Iterator[Diagnost
                 model.name,
                 f"{path}:{refusal.line}",
                 "",
-                f"{REQUIREMENTS} line {refusal.line} {refusal.text!r}: {refusal.message}; "
-                "deploy package installs only requirement specifiers",
+                f"{refusal.text!r}: {refusal.message}",
                 refusal.fix,
             )
