@@ -62,6 +62,7 @@ REFUSED = [
     ("--no-binary :all:", "--no-binary", "binary wheels only"),
     ("six --install-option=--x", "--install-option is a pip option", "remove it"),
     ("six --config-settings x=y", "--config-settings", "remove it"),
+    ('six; os_name == " --global-option=x"', "--global-option is a pip option", "remove it"),
     ("six==1.0 --hash=md5:abcd", "sha256, sha384 or sha512", "sha256"),
     ("six==1.0 --hash=sha256:abc", "sha256, sha384 or sha512", "sha256"),
     ("not a name!", "is not a requirement specifier", "name[extras]"),
