@@ -16,12 +16,12 @@ install: $(STAMPS)/venv $(STAMPS)/node
 
 # torch is pinned to the CPU build that ships on this kind of machine; the Triton
 # server binary comes from the nvidia-pytriton wheel without its numpy<2 pin.
-$(STAMPS)/venv: pyproject.toml
+$(STAMPS)/venv: pyproject.toml constraints.txt
 	@mkdir -p $(STAMPS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "torch==2.13.0"
-	$(PY) -m pip install -q -e ".[async,local,infra,dev]"
+	$(PY) -m pip install -q -c constraints.txt -e ".[async,local,infra,dev]"
 	$(PY) -m pip install -q --no-deps "nvidia-pytriton==0.7.0"
 	# Its python-backend stub is built against numpy 1.x (empty outputs with numpy 2);
 	# tritonserver runs in this folder, first on the stub's sys.path (deploy/local/triton.py).

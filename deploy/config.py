@@ -34,7 +34,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from deploy.envs.images import DEFAULT_TRITON_VERSION
+from deploy.catalogue.images import DEFAULT_TRITON_VERSION
 from deploy.errors import ConfigError
 
 ENV_PREFIX = "DEPLOY_"

@@ -62,7 +62,7 @@ def pricing_for(instance_type: str, count: int, region: str, *, source: str) -> 
         hint = (
             f"the table has {instance_type} in other regions"
             if instance_type in known
-            else "check the instance type (deploy/data/prices.json lists the priced ones)"
+            else "check the instance type (deploy/catalogue/prices.json lists the priced ones)"
         )
         raise BenchError(
             f"no price for {instance_type} in {region} in the price table",

@@ -23,6 +23,28 @@ def register(app: typer.Typer) -> None:
 SERVED_HOSTINGS = ("multi-model", "single-model", "async")
 
 
+def _note_image_differences(triton_version: str) -> None:
+    """Say what the stage's SageMaker image does that the local tritonserver does not."""
+    import logging
+
+    from deploy.catalogue.images import differences_from_local, local_triton
+    from deploy.errors import ConfigError
+
+    try:
+        differences = differences_from_local(triton_version)
+    except ConfigError:
+        return  # `deploy up` and `validate --triton-version` report an unknown image
+    if differences:
+        local = ".".join(map(str, local_triton()))
+        logging.getLogger("deploy").warning(
+            "the stage's image %s runs a newer Triton than this local server (%s); what "
+            "differs:\n  %s",
+            triton_version,
+            local,
+            "\n  ".join(differences),
+        )
+
+
 def serve(
     ctx: typer.Context,
     store: str = typer.Argument(
@@ -191,6 +213,7 @@ def serve(
         format="%(message)s",
         handlers=[RichHandler(show_path=False, rich_tracebacks=False)],
     )
+    _note_image_differences(load_settings().infra.triton_version)
     options = EndpointOptions(
         endpoint_name=endpoint_name,
         host=host,

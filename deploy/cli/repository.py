@@ -42,6 +42,14 @@ def validate(
             "by a python model's auto_complete_config).",
         ),
     ] = False,
+    triton_version: Annotated[
+        str | None,
+        typer.Option(
+            "--triton-version",
+            help="Check against this SageMaker Triton image (e.g. 24.09): config fields it "
+            "lacks, and whether it runs on --instance.",
+        ),
+    ] = None,
     hosting: HostingOption = None,
     stage: StageOption = None,
 ) -> None:
@@ -67,7 +75,11 @@ def validate(
         if not mode.on_instances:
             instance = None  # no instances: its GPUs are not what instance groups get
     report = validate_repository(
-        repo, instance_type=instance, show_configs=show_config, extra_rules=extra_rules
+        repo,
+        instance_type=instance,
+        triton_version=triton_version,
+        show_configs=show_config,
+        extra_rules=extra_rules,
     )
     if as_json:
         emit_json(report.as_dict())

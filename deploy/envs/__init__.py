@@ -7,7 +7,7 @@ build_environment(Path("requirements.txt"), Path("env.tar.gz"), python=python)
 
 from __future__ import annotations
 
+from deploy.catalogue.images import ImagePython, image_python
 from deploy.envs.build import BuiltEnvironment, build_environment, read_metadata
-from deploy.envs.images import ImagePython, image_python
 
 __all__ = ["BuiltEnvironment", "ImagePython", "build_environment", "image_python", "read_metadata"]

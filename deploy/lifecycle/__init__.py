@@ -3,7 +3,7 @@
     validate -> package -> plan -> upload -> provision -> wait -> smoke -> report
 
     plan.py        plain-data plan objects (models new/changed/unchanged, infra changes, cost)
-    prices.py      the dated price table shipped in deploy/data/prices.json
+    prices.py      the dated price table shipped in deploy/catalogue/prices.json
     provider.py    the Provider protocol: what a target (AWS, local) must offer the stages
     stages.py      the stages themselves; no AWS calls except through a Provider
     smoke.py       smoke-testing changed models through the SDK with generated inputs

@@ -1,16 +1,14 @@
-"""The hourly price table shipped with the project (deploy/data/prices.json).
+"""Cost previews from the instance catalogue's price table (deploy/catalogue/prices.json).
 
 The table is dated and marked as an estimate; cost previews say so.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from typing import Any
 
+from deploy.catalogue.instances import hourly_price, price_table
 from deploy.errors import ConfigError
 from deploy.hosting.capacity import InfraSpec
 
@@ -62,25 +60,17 @@ class CostEstimate:
         }
 
 
-@cache
-def price_table() -> dict[str, Any]:
-    text = resources.files("deploy").joinpath("data/prices.json").read_text(encoding="utf-8")
-    table: dict[str, Any] = json.loads(text)
-    return table
-
-
 def estimate(
     region: str, instance_type: str, *, min_instances: int, max_instances: int
 ) -> CostEstimate:
     table = price_table()
-    regions: dict[str, dict[str, float]] = table["regions"]
     if min_instances < 0 or max_instances < min_instances:
         raise ConfigError(
             f"instance counts {min_instances}..{max_instances} are not a range",
             where="infra.min_instance_count / infra.max_instance_count",
             fix="set min_instance_count <= max_instance_count",
         )
-    price = regions.get(region, {}).get(instance_type)
+    price = hourly_price(instance_type, region)
     return CostEstimate(
         region=region,
         instance_type=instance_type,

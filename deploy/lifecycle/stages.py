@@ -71,6 +71,7 @@ def _validate_repository(
     report = validate_repository(
         repository,
         instance_type=instance_type,
+        triton_version=settings.infra.triton_version,
         extra_rules=[lambda loaded: mode.check_repository(settings, loaded, where)],
     )
     if report.errors:

@@ -1,21 +1,30 @@
-"""NeuronCores per Inferentia (inf1) instance size."""
+"""NeuronCores per Inferentia (inf1) instance size, from the instance catalogue."""
 
 from __future__ import annotations
 
+from deploy.catalogue.instances import describe, family_types
 from deploy.errors import NeuronError
 
-# Each Inferentia chip has 4 NeuronCores (AWS inf1 instance table).
-NEURON_CORES: dict[str, int] = {
-    "ml.inf1.xlarge": 4,
-    "ml.inf1.2xlarge": 4,
-    "ml.inf1.6xlarge": 16,
-    "ml.inf1.24xlarge": 64,
-}
+# Each first-generation Inferentia chip has 4 NeuronCores (AWS inf1 instance table);
+# the chips per size are the catalogue's.
+CORES_PER_INFERENTIA = 4
 
 
 def is_inferentia(instance_type: str) -> bool:
     """True for any ml.inf1.* type, known size or not."""
     return instance_type.startswith("ml.inf1.")
+
+
+def _inf1_cores() -> dict[str, int]:
+    cores: dict[str, int] = {}
+    for instance_type in family_types("inf1"):
+        accelerator = describe(instance_type).accelerator
+        if accelerator is not None:
+            cores[instance_type] = accelerator.count * CORES_PER_INFERENTIA
+    return cores
+
+
+NEURON_CORES: dict[str, int] = _inf1_cores()
 
 
 def neuron_cores(instance_type: str) -> int:

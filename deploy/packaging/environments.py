@@ -20,8 +20,8 @@ import stat
 import time
 from pathlib import Path, PurePosixPath
 
+from deploy.catalogue.images import ImagePython
 from deploy.envs.build import cached_environment
-from deploy.envs.images import ImagePython
 from deploy.errors import EnvBuildError, PackagingError
 from deploy.packaging.layout import FILE_MODE, RECENT_NS, Entry, change_key_of
 from deploy.repository import CONFIG_FILE, Model, Repository, format_config

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deploy.catalogue.images import DEFAULT_TRITON_VERSION, image_python
 from deploy.client.manifest import MULTI_MODEL
-from deploy.envs.images import DEFAULT_TRITON_VERSION, image_python
 from deploy.errors import PackagingError
 from deploy.packaging.archive import write_archive
 from deploy.packaging.atomic import AtomicFile, remove_stale_partials

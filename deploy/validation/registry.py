@@ -17,6 +17,7 @@ from deploy.validation.diagnostics import Diagnostic
 class Context:
     repository: Repository
     instance_type: str | None = None
+    triton_version: str | None = None  # the stage's SageMaker Triton image tag
 
     def file_of(self, model: Model) -> str:
         path = model.config_path or model.path

@@ -22,6 +22,7 @@ def validate_repository(
     repo: Path,
     *,
     instance_type: str | None = None,
+    triton_version: str | None = None,
     show_configs: bool = False,
     extra_rules: Sequence[Callable[[Repository], Iterable[Diagnostic]]] = (),
 ) -> Report:
@@ -32,7 +33,9 @@ def validate_repository(
     over the repository as read (a hosting mode's own rules).
     """
     repository = load_repository(repo)
-    context = Context(repository=repository, instance_type=instance_type)
+    context = Context(
+        repository=repository, instance_type=instance_type, triton_version=triton_version
+    )
     found: list[Diagnostic] = [
         error(p.model, str(p.file), p.field, p.message, p.fix) for p in repository.problems
     ]

@@ -100,6 +100,7 @@ class AsyncInferenceEndpoint(Construct):
         security_group: ec2.ISecurityGroup,
         rollback_alarm_names: Sequence[str],
         traffic_shifting: TrafficShifting | None = None,
+        inference_ami_version: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         if not 1 <= max_concurrent_invocations_per_instance <= 1000:
@@ -212,6 +213,7 @@ class AsyncInferenceEndpoint(Construct):
                     instance_type=instance_type,
                     initial_instance_count=initial_instance_count,
                     initial_variant_weight=1.0,
+                    inference_ami_version=inference_ami_version,
                 )
             ],
             kms_key_id=key.key_arn if encrypt_volume else None,

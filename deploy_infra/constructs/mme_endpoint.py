@@ -53,6 +53,7 @@ class MultiModelEndpoint(Construct):
         rollback_alarm_names: Sequence[str],
         data_capture_percent: int | None = None,
         traffic_shifting: TrafficShifting | None = None,
+        inference_ami_version: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.endpoint_name = endpoint_name
@@ -128,6 +129,7 @@ class MultiModelEndpoint(Construct):
             initial_instance_count=initial_instance_count,
             kms_key_id=key.key_arn if encrypt_volume else None,
             data_capture_config=capture,
+            inference_ami_version=inference_ami_version,
         )
         self.endpoint = blue_green_endpoint(
             self,

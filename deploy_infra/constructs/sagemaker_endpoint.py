@@ -76,8 +76,10 @@ def endpoint_config(
     initial_instance_count: int,
     kms_key_id: str | None,
     data_capture_config: sagemaker.CfnEndpointConfig.DataCaptureConfigProperty | None = None,
+    inference_ami_version: str | None = None,
 ) -> sagemaker.CfnEndpointConfig:
-    """One production variant (`VARIANT_NAME`, all traffic) serving `model`."""
+    """One production variant (`VARIANT_NAME`, all traffic) serving `model`, on the
+    inference AMI the image's driver needs (None: SageMaker's default)."""
     return sagemaker.CfnEndpointConfig(
         scope,
         construct_id,
@@ -88,6 +90,7 @@ def endpoint_config(
                 instance_type=instance_type,
                 initial_instance_count=initial_instance_count,
                 initial_variant_weight=1.0,
+                inference_ami_version=inference_ami_version,
             )
         ],
         kms_key_id=kms_key_id,

@@ -91,6 +91,7 @@ class SingleModelEndpoint(Construct):
         security_group: ec2.ISecurityGroup,
         rollback_alarm_names: Sequence[str],
         traffic_shifting: TrafficShifting | None = None,
+        inference_ami_version: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.endpoint_name = endpoint_name
@@ -140,6 +141,7 @@ class SingleModelEndpoint(Construct):
             initial_instance_count=initial_instance_count,
             # EBS volumes (no instance storage) are encrypted with the model store's key.
             kms_key_id=key.key_arn if encrypt_volume else None,
+            inference_ami_version=inference_ami_version,
         )
         self.endpoint = blue_green_endpoint(
             self,

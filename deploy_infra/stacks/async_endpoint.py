@@ -30,7 +30,12 @@ from deploy_infra.constructs.monitoring import (
 )
 from deploy_infra.constructs.network import PrivateNetwork
 from deploy_infra.constructs.sagemaker_endpoint import VARIANT_NAME
-from deploy_infra.instances import has_instance_storage, instance_spec, triton_image_uri
+from deploy_infra.instances import (
+    has_instance_storage,
+    inference_ami,
+    instance_spec,
+    triton_image_uri,
+)
 
 
 @dataclass(frozen=True)
@@ -123,6 +128,7 @@ class AsyncEndpointStack(Stack):
             subnets=network.subnets.subnets,
             security_group=network.endpoint_security_group,
             rollback_alarm_names=alarms.rollback_alarm_names,
+            inference_ami_version=inference_ami(infra.triton_version, spec),
         )
         AsyncAutoscaling(
             self,

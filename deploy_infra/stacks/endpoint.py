@@ -19,7 +19,12 @@ from deploy_infra.constructs.monitoring import (
 )
 from deploy_infra.constructs.network import PrivateNetwork
 from deploy_infra.constructs.sagemaker_endpoint import VARIANT_NAME
-from deploy_infra.instances import has_instance_storage, instance_spec, triton_image_uri
+from deploy_infra.instances import (
+    has_instance_storage,
+    inference_ami,
+    instance_spec,
+    triton_image_uri,
+)
 
 
 class EndpointStack(Stack):
@@ -72,6 +77,7 @@ class EndpointStack(Stack):
             security_group=network.endpoint_security_group,
             rollback_alarm_names=alarms.rollback_alarm_names,
             data_capture_percent=infra.data_capture_percent if infra.data_capture else None,
+            inference_ami_version=inference_ami(infra.triton_version, spec),
         )
         VariantAutoscaling(
             self,

@@ -35,7 +35,12 @@ from deploy_infra.constructs.single_model_endpoint import (
     neuron_image,
     registry_image,
 )
-from deploy_infra.instances import has_instance_storage, instance_spec, triton_image_uri
+from deploy_infra.instances import (
+    has_instance_storage,
+    inference_ami,
+    instance_spec,
+    triton_image_uri,
+)
 
 # The -cpu tag of the SageMaker Triton image is the base: Inferentia needs no CUDA.
 BASE_IMAGE_PROCESSOR_TYPE = "ml.m5.xlarge"
@@ -64,6 +69,7 @@ class SingleModelEndpointStack(Stack):
         neuron = is_inferentia(settings.instance_type)
         base_image: str | None = None
         cores: int | None = None
+        ami: str | None = None  # inf1 runs its own image on SageMaker's Neuron AMI
         if neuron:
             cores = neuron_cores(settings.instance_type)  # an unknown inf1 size fails here
             base_image = triton_image_uri(
@@ -85,6 +91,7 @@ class SingleModelEndpointStack(Stack):
                 )
             )
             has_gpu, encrypt_volume = spec.has_gpu, not has_instance_storage(spec)
+            ami = inference_ami(infra.triton_version, spec)
 
         topic = alarm_topic(
             self,
@@ -117,6 +124,7 @@ class SingleModelEndpointStack(Stack):
             subnets=network.subnets.subnets,
             security_group=network.endpoint_security_group,
             rollback_alarm_names=alarms.rollback_alarm_names,
+            inference_ami_version=ami,
         )
         VariantAutoscaling(
             self,

@@ -215,3 +215,34 @@ def test_gpu_ids_are_checked_against_the_largest_instance_without_instance() -> 
     ] == ["GPU 8 does not exist on ml.g5.48xlarge (8 GPU(s))"]
     one_gpu = validate_repository(root, instance_type="ml.g5.xlarge").errors
     assert [d.fix for d in one_gpu] == ["use GPU ids 0..0, or leave gpus out to use all of them"]
+
+
+def test_a_bls_call_whose_model_name_comes_from_an_input_warns_that_it_cannot_be_checked(
+    tmp_path: Path,
+) -> None:
+    # The shape of python_backend's BLS sync example and model_analyzer's quick-start `bls`
+    # model: the callee's name arrives in a request tensor.
+    model = tmp_path / "router"
+    (model / "1").mkdir(parents=True)
+    (model / "config.pbtxt").write_text(
+        'backend: "python"\nmax_batch_size: 0\n'
+        'input [{ name: "MODEL_NAME" data_type: TYPE_STRING dims: [1] }]\n'
+        'output [{ name: "OUT" data_type: TYPE_FP32 dims: [1] }]\n'
+    )
+    (model / "1" / "model.py").write_text(
+        "import triton_python_backend_utils as pb_utils\n\n\n"
+        "class TritonPythonModel:\n"
+        "    def execute(self, requests):\n"
+        "        for request in requests:\n"
+        '            name = pb_utils.get_input_tensor_by_name(request, "MODEL_NAME")\n'
+        "            call = pb_utils.InferenceRequest(\n"
+        "                model_name=name.as_numpy()[0].decode(),\n"
+        '                requested_output_names=["OUT"],\n'
+        "                inputs=[],\n"
+        "            )\n"
+        "            call.exec()\n"
+    )
+    (warned,) = validate_repository(tmp_path).warnings
+    assert warned.file.endswith("router/1/model.py:8")
+    assert "cannot be checked" in warned.message
+    assert "deploy.dependencies" in warned.fix

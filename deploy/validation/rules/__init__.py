@@ -10,12 +10,23 @@ but serves badly is a warning with a fix.
 
 from __future__ import annotations
 
-from . import config, ensemble, files, names, neuron, python_models, scheduling, torchscript
+from . import (
+    config,
+    ensemble,
+    files,
+    image,
+    names,
+    neuron,
+    python_models,
+    scheduling,
+    torchscript,
+)
 
 __all__ = [
     "config",
     "ensemble",
     "files",
+    "image",
     "names",
     "neuron",
     "python_models",

@@ -105,9 +105,9 @@ def _string_bindings(tree: ast.Module) -> dict[str, set[str]]:
     return {name: values for name, values in found.items() if name not in other}
 
 
-def _literal_model_names(tree: ast.Module) -> Iterator[tuple[str, int]]:
-    """(model_name, line) of each `InferenceRequest(model_name=...)` whose name is known:
-    a string literal, or a variable only ever bound to string literals."""
+def _model_name_calls(tree: ast.Module) -> Iterator[tuple[str | None, int]]:
+    """(model_name, line) of each `InferenceRequest(model_name=...)`: the name when it is
+    known (a string literal, or a variable only ever bound to string literals), else None."""
     bindings = _string_bindings(tree)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
@@ -122,9 +122,11 @@ def _literal_model_names(tree: ast.Module) -> Iterator[tuple[str, int]]:
         )
         if isinstance(value, ast.Constant) and isinstance(value.value, str):
             yield value.value, node.lineno
-        elif isinstance(value, ast.Name):
-            for literal in sorted(bindings.get(value.id, ())):
+        elif isinstance(value, ast.Name) and value.id in bindings:
+            for literal in sorted(bindings[value.id]):
                 yield literal, node.lineno
+        else:
+            yield None, node.lineno
 
 
 def _shares_an_ensemble(ctx: Context, caller: str, callee: str) -> bool:
@@ -147,7 +149,20 @@ def bls_calls(ctx: Context, model: Model) -> Iterator[Diagnostic]:
 
     reported: set[str] = set()
     for source in _parsed(model):
-        for called, line in _literal_model_names(source.tree):
+        for called, line in _model_name_calls(source.tree):
+            if called is None:
+                yield warning(
+                    model.name,
+                    f"{source.path}:{line}",
+                    f"parameters[{DEPENDENCIES_PARAMETER}]",
+                    f"BLS call at {source.path.name}:{line} takes its model name from a value "
+                    "deploy cannot read before it runs (an input, a computed string), so the "
+                    "callee cannot be checked: on a SageMaker multi-model endpoint each archive "
+                    "loads alone, and only models bundled into this one can answer",
+                    f"bundle every model it may call: add {declare('<name>[,<name>…]')} to "
+                    f"{model.name}/config.pbtxt",
+                )
+                continue
             if called in reported or called == model.name or called in model.dependencies:
                 continue
             if _shares_an_ensemble(ctx, model.name, called):
