@@ -188,6 +188,11 @@ class DeploySettings(BaseSettings):
         le=65535,
         description="Port of the local endpoint (`deploy serve`, `deploy up --local`); 0: any.",
     )
+    pip_index_url: str | None = Field(
+        None,
+        description="Package index (simple API URL) for requirements.txt environments, e.g. "
+        "a company mirror; unset: PyPI. A requirements file never chooses the index.",
+    )
     infra: InfraSettings = Field(default_factory=InfraSettings)
 
     def stack_name(self, component: str) -> str:
@@ -219,6 +224,16 @@ class DeploySettings(BaseSettings):
                 "not: remove async_lane or change instance_type"
             )
         return self
+
+    @field_validator("pip_index_url")
+    @classmethod
+    def _index_is_a_url(cls, value: str | None) -> str | None:
+        from deploy.envs.installer import index_url_problem
+
+        problem = index_url_problem(value) if value is not None else None
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("hosting")
     @classmethod

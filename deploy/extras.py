@@ -29,6 +29,7 @@ PROVIDED_BY: dict[str, tuple[str, str]] = {
     "tritonclient": ("cli", "tritonclient"),
     "isal": ("cli", "isal"),
     "blake3": ("cli", "blake3"),
+    "packaging": ("cli", "packaging"),
     "httptools": ("local", "httptools"),
     "uvloop": ("local", "uvloop"),
     "aws_cdk": ("infra", "aws-cdk-lib"),

@@ -9,6 +9,15 @@ import typer
 
 from deploy.cli.output import console, emit_json
 
+IndexUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--index-url",
+        help="Package index (simple API URL) pip installs from; default: pip_index_url in "
+        "deploy.toml (DEPLOY_PIP_INDEX_URL), else PyPI. Requirements files never choose it.",
+    ),
+]
+
 env_app = typer.Typer(
     name="env",
     help="Execution environments (EXECUTION_ENV_PATH) for python models.",
@@ -34,13 +43,16 @@ def build(
         str,
         typer.Option("--triton-version", help="SageMaker Triton image the models run on."),
     ] = "24.09",
+    index_url: IndexUrlOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
     """Install requirements for the image's Python and platform, packed for EXECUTION_ENV_PATH."""
     from deploy.envs import build_environment, image_python
 
     image = image_python(triton_version)
-    result = build_environment(requirements, out, python=python or image.python, glibc=image.glibc)
+    result = build_environment(
+        requirements, out, python=python or image.python, glibc=image.glibc, index=index_url
+    )
     if as_json:
         emit_json(result.as_dict())
         return

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from deploy.cli.env import IndexUrlOption
 from deploy.cli.flags import HostingOption, StageOption
 from deploy.cli.output import console, emit_json, interactive
 from deploy.errors import ValidationFailedError
@@ -134,6 +135,7 @@ def package(
         ),
     ] = None,
     hosting: HostingOption = None,
+    index_url: IndexUrlOption = None,
 ) -> None:
     """Validate, then write one archive per model plus manifest.json (incremental);
     with --hosting single-model (async, serverless): one archive with every model and
@@ -150,7 +152,11 @@ def package(
             _package_router(mode.layout, repo, out, as_json=as_json)
             return
     result = package_repository(
-        repo, out, progress=interactive() and not as_json, triton_version=triton_version
+        repo,
+        out,
+        progress=interactive() and not as_json,
+        triton_version=triton_version,
+        index_url=index_url,
     )
     if as_json:
         emit_json(result.as_dict())

@@ -1,10 +1,12 @@
 """Execution environments for python-backend models, built for the SageMaker image's Python.
 
 `build_environment(requirements, out, python="3.10")` installs the requirements
-with pip for the image's platform (CPython X.Y, manylinux x86_64 wheels up to
-the image's glibc, `--only-binary=:all:`, never this machine's own platform),
-plus `numpy<2` (the python backend's stub is built against numpy 1.x), and
-packs them in the layout the python backend's `EXECUTION_ENV_PATH` takes:
+(specifiers only: `deploy.envs.requirements`) with pip, from the user's index
+and in a bare environment (`deploy.envs.installer`), for the image's platform
+(CPython X.Y, manylinux x86_64 wheels up to the image's glibc,
+`--only-binary=:all:`, never this machine's own platform), plus `numpy<2`
+(the python backend's stub is built against numpy 1.x), and packs them in the
+layout the python backend's `EXECUTION_ENV_PATH` takes:
 
     bin/activate                          sourced by the backend before its stub starts
     bin/python3                           what the stub's interpreter finds first on PATH
@@ -19,9 +21,9 @@ this folder's site-packages instead of the system's (python_backend
 interpreter or standard library is shipped: they are the image's.
 
 Archives are content-addressed: the key is a digest of the requirement lines,
-the Python version, the glibc level and this layout's format; a built archive
-is kept in the cache folder under its key, so an unchanged environment is
-copied, not rebuilt. The archive bytes are reproducible (sorted members, fixed
+the index, the Python version, the glibc level and this layout's format; a
+built archive is kept in the cache folder under its key, so an unchanged
+environment is copied, not rebuilt. The archive bytes are reproducible (sorted members, fixed
 times and owners).
 """
 
@@ -37,14 +39,15 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deploy.envs.installer import index_url, pip_install_command, redacted, run_pip
 from deploy.envs.layout import site_packages, write_layout
+from deploy.envs.requirements import RequirementsFile, require_specifiers
 from deploy.errors import EnvBuildError
 
 ENV_FORMAT = 1  # part of the content key: bump when the layout changes
@@ -90,40 +93,16 @@ def platform_tags(glibc: tuple[int, int]) -> tuple[str, ...]:
     return (*tags, "manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64")
 
 
-def requirement_lines(requirements: Path) -> tuple[str, ...]:
-    """The requirement specifiers of a requirements file (comments and blanks dropped)."""
-    try:
-        text = requirements.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise EnvBuildError(
-            f"cannot read it ({exc.strerror or exc})",
-            where=str(requirements),
-            fix="pass a requirements.txt",
-        ) from None
-    lines = []
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.split(" #", 1)[0].strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("-"):
-            raise EnvBuildError(
-                f"line {number}: {line!r} is a pip option; environments are built from "
-                "requirement specifiers only",
-                where=str(requirements),
-                fix="list the packages (name==version) themselves; indexes come from pip's "
-                "own configuration",
-            )
-        lines.append(line)
-    return tuple(lines)
-
-
-def environment_key(lines: tuple[str, ...], python: str, glibc: tuple[int, int]) -> str:
+def environment_key(
+    lines: tuple[str, ...], python: str, glibc: tuple[int, int], index: str = ""
+) -> str:
     document = {
         "format": ENV_FORMAT,
         "python": python,
         "glibc": list(glibc),
         "requirements": sorted(lines),
         "constraints": [NUMPY_CONSTRAINT],
+        "index": hashlib.sha256(index.encode()).hexdigest(),  # it may hold credentials
     }
     return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
 
@@ -142,24 +121,31 @@ def cached_environment(
     python: str,
     glibc: tuple[int, int] = (2, 35),
     cache_dir: Path | None = None,
+    index: str | None = None,
 ) -> BuiltEnvironment:
-    """The environment of `requirements` in the cache (built there when it is not)."""
+    """The environment of `requirements` in the cache (built there when it is not).
+
+    `index`: the package index's URL; None takes the `pip_index_url` setting,
+    else PyPI. A requirements file never chooses it."""
     if not _PYTHON.match(python):
         raise EnvBuildError(
             f"--python {python!r} is not a Python 3 version",
             where=str(requirements),
             fix="pass the image's major.minor, e.g. --python 3.10 (24.09) or 3.12 (25.x)",
         )
-    lines = requirement_lines(requirements)
-    key = environment_key(lines, python, glibc)
-    cache = (cache_dir or default_cache_dir()) / f"{key}.tar.gz"
+    parsed = require_specifiers(requirements)
+    chosen = index_url(index)
+    lines = parsed.pip_lines()
+    key = environment_key(lines, python, glibc, chosen)
+    cache_root = cache_dir or default_cache_dir()
+    cache = cache_root / f"{key}.tar.gz"
     platforms = platform_tags(glibc)
     reused = cache.is_file()
     if not reused:
         cache.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="deploy-env-") as scratch:
             root = Path(scratch) / "env"
-            _install(lines, root, python, platforms, requirements)
+            _install(parsed, root, python, platforms, chosen, cache_root / "pip")
             _write_layout(root, python, key, lines, platforms)
             _atomic_bytes(cache, _pack(root))
     metadata = read_metadata(cache)
@@ -180,9 +166,12 @@ def build_environment(
     python: str,
     glibc: tuple[int, int] = (2, 35),
     cache_dir: Path | None = None,
+    index: str | None = None,
 ) -> BuiltEnvironment:
     """Build (or take from the cache) the environment of `requirements` into `out`."""
-    cached = cached_environment(requirements, python=python, glibc=glibc, cache_dir=cache_dir)
+    cached = cached_environment(
+        requirements, python=python, glibc=glibc, cache_dir=cache_dir, index=index
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     if not (out.is_file() and _same_file(out, cached.path)):
         _atomic_bytes(out, cached.path.read_bytes())
@@ -203,57 +192,44 @@ def read_metadata(archive: Path) -> dict[str, Any]:
 
 
 def _install(
-    lines: tuple[str, ...],
+    parsed: RequirementsFile,
     root: Path,
     python: str,
     platforms: tuple[str, ...],
-    requirements: Path,
+    index: str,
+    pip_cache: Path,
 ) -> None:
     site = site_packages(root, python)
     site.mkdir(parents=True)
     work = root.parent
-    (work / "requirements.txt").write_text("\n".join((*lines, "numpy")) + "\n", encoding="utf-8")
+    # Hashed files list numpy themselves (deploy.envs.requirements checks it).
+    numpy = () if parsed.hashed else ("numpy",)
+    (work / "requirements.txt").write_text(
+        "\n".join((*parsed.pip_lines(), *numpy)) + "\n", encoding="utf-8"
+    )
     (work / "constraints.txt").write_text(NUMPY_CONSTRAINT + "\n", encoding="utf-8")
-    command = [
-        sys.executable,
-        "-m",
-        "pip",
-        "install",
-        "--disable-pip-version-check",
-        "--no-input",
-        "--no-compile",
-        "--no-warn-script-location",
-        "--quiet",
-        "--target",
-        str(site),
-        "--implementation",
-        "cp",
-        "--python-version",
-        python,
-        "--only-binary=:all:",
-        *(arg for tag in platforms for arg in ("--platform", tag)),
-        "-r",
-        str(work / "requirements.txt"),
-        "-c",
-        str(work / "constraints.txt"),
-    ]
+    command = pip_install_command(
+        index=index,
+        target=site,
+        python=python,
+        platforms=platforms,
+        requirements=work / "requirements.txt",
+        constraints=work / "constraints.txt",
+        cache=pip_cache,
+        hashed=parsed.hashed,
+    )
+    where = parsed.where
     try:
-        done = subprocess.run(
-            command,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=PIP_TIMEOUT_S,
-            check=False,
-        )
+        done = run_pip(command, work=work, timeout=PIP_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         raise EnvBuildError(
             f"pip did not finish within {PIP_TIMEOUT_S:g} s",
-            where=str(requirements),
-            fix="check that the package index is reachable (pip's configuration)",
+            where=where,
+            fix=f"check that the package index {redacted(index)} is reachable "
+            "(pip_index_url in deploy.toml, or --index-url)",
         ) from None
     if done.returncode != 0:
-        raise _pip_error(done.stdout + done.stderr, requirements, python, platforms)
+        raise _pip_error(done.stdout + done.stderr, Path(where), python, platforms, index)
     # Console scripts point at this machine's interpreter; caches are rebuilt there.
     shutil.rmtree(site / "bin", ignore_errors=True)
     for cached in sorted(site.rglob("__pycache__"), reverse=True):
@@ -261,23 +237,34 @@ def _install(
 
 
 def _pip_error(
-    output: str, requirements: Path, python: str, platforms: tuple[str, ...]
+    output: str, requirements: Path, python: str, platforms: tuple[str, ...], index: str
 ) -> EnvBuildError:
     target = f"CPython {python} on {platforms[0]} (or an older manylinux tag)"
+    source = f"index {redacted(index)}"
     missing = _MISSING.search(output) or _NO_VERSION.search(output)
     if missing:
         return EnvBuildError(
-            f"package {missing.group(1)} has no wheel for {target}",
+            f"package {missing.group(1)} has no wheel for {target} on the {source} "
+            "(source distributions are never built)",
             where=str(requirements),
             fix=f"pick a version of {missing.group(1)} that publishes a manylinux x86_64 wheel "
             f"for Python {python} (pip download --only-binary=:all: --python-version {python} "
             f"--platform {platforms[0]} shows what there is), or drop it",
         )
+    if "THESE PACKAGES DO NOT MATCH THE HASHES" in output or "Hashes are required" in output:
+        tail = "\n".join(line for line in output.strip().splitlines()[-8:])
+        return EnvBuildError(
+            f"pip refused a file whose hash the requirements do not list:\n{tail}",
+            where=str(requirements),
+            fix="check the --hash values (pip-compile --generate-hashes writes them for "
+            "every dependency) and that the index serves the files they name",
+        )
     tail = "\n".join(line for line in output.strip().splitlines()[-8:])
     return EnvBuildError(
-        f"pip could not install the requirements for {target}:\n{tail}",
+        f"pip could not install the requirements for {target} from the {source}:\n{tail}",
         where=str(requirements),
-        fix="fix the requirements (numpy is held below 2, as the image's stub needs)",
+        fix="fix the requirements (numpy is held below 2, as the image's stub needs), or the "
+        "index (pip_index_url in deploy.toml, or --index-url)",
     )
 
 

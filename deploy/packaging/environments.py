@@ -9,6 +9,8 @@ to the model folder, as SageMaker extracts archives wherever it likes:
     parameters { key: "EXECUTION_ENV_PATH"
                  value { string_value: "$$TRITON_MODEL_DIRECTORY/python-env.tar.gz" } }
 
+The requirements file lists specifiers only, and pip installs wheels from the
+index the user chose (`deploy.envs.requirements`, `deploy.envs.installer`).
 The repository itself is not changed.
 """
 
@@ -41,6 +43,7 @@ def with_environments(
     image: ImagePython,
     *,
     cache_dir: Path | None = None,
+    index: str | None = None,
 ) -> list[Entry]:
     """`entries` of an archive, with an environment for each model folder that asks for one."""
     result = list(entries)
@@ -62,7 +65,7 @@ def with_environments(
                 where=str(model.path / ENV_FILE),
                 fix=f"rename or remove {ENV_FILE}",
             )
-        env = _build(model, image, cache_dir)
+        env = _build(model, image, cache_dir, index)
         config_name = str(arcroot / CONFIG_FILE)
         result = [e for e in result if e.arcname != config_name]
         data = _config_text(model).encode("utf-8")
@@ -86,13 +89,14 @@ def _arcroot(entries: list[Entry], model: Model) -> PurePosixPath:
     )
 
 
-def _build(model: Model, image: ImagePython, cache_dir: Path | None) -> Path:
+def _build(model: Model, image: ImagePython, cache_dir: Path | None, index: str | None) -> Path:
     try:
         built = cached_environment(
             model.path / REQUIREMENTS_FILE,
             python=image.python,
             glibc=image.glibc,
             cache_dir=cache_dir,
+            index=index,
         )
     except EnvBuildError as exc:
         raise PackagingError(

@@ -82,15 +82,22 @@ def package_repository(
     progress: bool = False,
     threads: int | None = None,
     triton_version: str | None = None,
+    index_url: str | None = None,
 ) -> PackageResult:
     """Package every model of `repo` into `out` (incremental, deterministic, atomic).
 
     `triton_version` (the SageMaker image, default 24.09) decides the Python a
-    model's `requirements.txt` environment is built for.
+    model's `requirements.txt` environment is built for; `index_url` the
+    package index pip installs it from (None: the `pip_index_url` setting, else PyPI).
     """
     try:
         return _package_repository(
-            repo, out, progress=progress, threads=threads, triton_version=triton_version
+            repo,
+            out,
+            progress=progress,
+            threads=threads,
+            triton_version=triton_version,
+            index_url=index_url,
         )
     except OSError as exc:
         # Reads of the repository fail with their own messages; what is left
@@ -104,7 +111,13 @@ def package_repository(
 
 
 def _package_repository(
-    repo: Path, out: Path, *, progress: bool, threads: int | None, triton_version: str | None
+    repo: Path,
+    out: Path,
+    *,
+    progress: bool,
+    threads: int | None,
+    triton_version: str | None,
+    index_url: str | None,
 ) -> PackageResult:
     repository = load_repository(repo)
     if repository.problems:
@@ -136,7 +149,11 @@ def _package_repository(
     if any(needs_environment(model) for model in repository.models.values()):
         image = image_python(triton_version or DEFAULT_TRITON_VERSION)
         plans = [
-            (name, with_environments(repository, entries, contains, image), contains)
+            (
+                name,
+                with_environments(repository, entries, contains, image, index=index_url),
+                contains,
+            )
             for name, entries, contains in plans
         ]
     packaged: list[PackagedModel] = []

@@ -3,11 +3,19 @@
 For each model the script binds, `REPO/<model>/` gets:
 
     config.pbtxt                 the config PyTriton would generate (spec.model_config)
-    <version>/model.py           generated: re-runs the script in the python backend
+    <version>/model.py           model.py.tmpl, as it is: re-runs the script in the python backend
+    <version>/deploy-bind.json   what model.py serves: script file name, model name, arguments
     <version>/pytriton/          the stand-in for PyTriton's API (numpy only)
     <version>/<script's folder>  the script and its local modules, as they are now
     requirements.txt             the script folder's, if it has one: what `deploy package`
                                  builds into the model's execution environment
+
+Names from the script (its file name, the models it binds, its arguments)
+reach model.py only as JSON data it reads, never as Python text. The
+script's folder and the stand-in are copied once per bind and hard-linked
+into each model's version folder (copied only where the file system has no
+hard links), so a script that binds 1,000 models stores its folder once, not
+1,000 times.
 
 Everything is written into a staging folder beside REPO, checked with
 `deploy validate`, and only then moved into REPO, model by model; an error
@@ -16,6 +24,8 @@ leaves REPO as it was.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -28,8 +38,9 @@ from deploy.pytriton.record import RECORD_TIMEOUT_S, STANDIN_ROOT, record
 from deploy.pytriton.spec import BoundModel, bound_models, model_config
 
 _TEMPLATE = Path(__file__).resolve().parent / "model.py.tmpl"
+BOUND_FILE = "deploy-bind.json"  # what model.py serves, as data
 # Names the generated files take in the version folder.
-_RESERVED = ("model.py", "pytriton")
+_RESERVED = ("model.py", "pytriton", BOUND_FILE)
 _SKIPPED_SUFFIXES = (".pyc", ".pyo")
 
 
@@ -96,9 +107,20 @@ def bind_script(
         )
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{out.name}.bind-", dir=out.parent) as scratch:
-        staging = Path(scratch)
+        # One copy of the script's folder, beside the staged models on the same file
+        # system, which each model's version folder links to.
+        shared = Path(scratch) / "script"
+        shutil.copytree(folder, shared, symlinks=False, ignore=_ignore(folder, out))
+        standin = Path(scratch) / "pytriton"
+        shutil.copytree(
+            STANDIN_ROOT / "pytriton",
+            standin,
+            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "_record.py"),
+        )
+        staging = Path(scratch) / "models"
+        staging.mkdir()
         for model in models:
-            _write_model(staging / model.name, model, script, argv, ignore=_ignore(folder, out))
+            _write_model(staging / model.name, model, script, argv, shared=shared, standin=standin)
         warnings = _check(staging, out)
         out.mkdir(parents=True, exist_ok=True)
         for model in models:
@@ -112,26 +134,32 @@ def _write_model(
     script: Path,
     argv: list[str],
     *,
-    ignore: Callable[[str, list[str]], set[str]],
+    shared: Path,
+    standin: Path,
 ) -> None:
     from deploy.repository import format_config
 
     version = target / str(model.version)
-    shutil.copytree(script.parent, version, symlinks=False, ignore=ignore)
-    shutil.copytree(
-        STANDIN_ROOT / "pytriton",
-        version / "pytriton",
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "_record.py"),
-    )
-    text = _TEMPLATE.read_text(encoding="utf-8").format(
-        script=script.name, model=model.name, argv=argv
-    )
-    (version / "model.py").write_text(text, encoding="utf-8")
+    shutil.copytree(shared, version, symlinks=False, copy_function=_link_or_copy)
+    shutil.copytree(standin, version / "pytriton", copy_function=_link_or_copy)
+    shutil.copyfile(_TEMPLATE, version / "model.py")
+    bound = {"script": script.name, "model": model.name, "argv": argv}
+    (version / BOUND_FILE).write_text(json.dumps(bound, indent=2) + "\n", encoding="utf-8")
     (target / "config.pbtxt").write_text(format_config(model_config(model)), encoding="utf-8")
-    requirements = script.parent / "requirements.txt"
+    requirements = shared / "requirements.txt"
     if requirements.is_file():
         # At the model's root, deploy package builds it into the model's environment.
-        shutil.copyfile(requirements, target / "requirements.txt")
+        _link_or_copy(str(requirements), str(target / "requirements.txt"))
+
+
+def _link_or_copy(source: str, target: str) -> str:
+    """A hard link to `source` (one copy on disk for every model), or a copy where the
+    file system refuses links."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+    return target
 
 
 def _ignore(folder: Path, out: Path) -> Callable[[str, list[str]], set[str]]:

@@ -7,7 +7,7 @@ THEN the archive has the layout the python backend activates, is reused from
      the local endpoint (with the wheel's stub for the environment's Python),
      while a model without one sees the image's packages only.
 
-Wheels come from the package index pip is configured with; built environments
+Wheels come from PyPI (or the index `pip_index_url` names); built environments
 stay in the cache (`DEPLOY_CACHE_DIR`, default ~/.cache/deploy/envs), so a
 second run builds nothing.
 """
@@ -129,7 +129,7 @@ def test_pip_options_are_refused(tmp_path: Path) -> None:
         app, ["env", "build", str(requirements), "--out", str(tmp_path / "e.tar.gz")]
     )
     assert result.exit_code == 1
-    assert "line 1: '-r other.txt' is a pip option" in result.output
+    assert "line 1: '-r other.txt': -r is a pip option" in result.output
     assert "Traceback" not in result.output
 
 

@@ -6,6 +6,7 @@ name the script, its line, the model and the field, and leave nothing written.
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -234,7 +235,8 @@ def test_the_config_follows_what_pytriton_generates(tmp_path: Path) -> None:
     assert plain.model_transaction_policy.decoupled
     default = parse_config((out / "default" / "config.pbtxt").read_text())
     assert default.max_batch_size == 4 and not default.HasField("dynamic_batching")
-    assert "ARGV = ['from_argv']" in (out / "from_argv" / "1" / "model.py").read_text()
+    bound = json.loads((out / "from_argv" / "1" / "deploy-bind.json").read_text())
+    assert bound["argv"] == ["from_argv"]
     assert (out / "from_argv" / "1" / "server.py").is_file()
     assert (out / "from_argv" / "1" / "pytriton" / "decorators.py").is_file()
     assert not (out / "from_argv" / "1" / "pytriton" / "_record.py").exists()
@@ -272,7 +274,8 @@ def test_arguments_after_the_double_dash_go_to_the_script(tmp_path: Path) -> Non
     out = tmp_path / "repo"
     result = CliRunner().invoke(app, ["bind", str(path), "--out", str(out), "--", "named", "-v"])
     assert result.exit_code == 0, result.output
-    assert "ARGV = ['named', '-v']" in (out / "named" / "1" / "model.py").read_text()
+    bound = json.loads((out / "named" / "1" / "deploy-bind.json").read_text())
+    assert bound["argv"] == ["named", "-v"]
 
 
 def test_the_scripts_requirements_become_the_models(tmp_path: Path) -> None:

@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import json
 import shutil
+import urllib.error
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from deploy.validation import validate_repository
-from tests.functional.repository_triton import TritonProcess, mme_load, shared_tritonserver
+from tests.functional.repository_triton import (
+    TritonProcess,
+    mme_invoke,
+    mme_load,
+    shared_tritonserver,
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "repos"
 EXAMPLES = Path(__file__).resolve().parents[2] / "model_packages" / "examples"
@@ -93,7 +100,6 @@ REFUSED = [
 # Configs Triton loads that deploy validate once refused: now warnings at most.
 ACCEPTED = [
     ("invalid", "name_differs"),
-    ("invalid", "duplicate_input"),
     ("invalid", "instance_negative_count"),
     ("invalid", "control_counts"),
     ("invalid", "batch_input_no_target"),
@@ -105,6 +111,10 @@ ACCEPTED = [
     ("accepted", "ensemble_non_batching_step"),
     ("accepted", "ensemble_dims_without_batch_dimension"),
 ]
+# Configs Triton loads and then refuses every request with: errors too.
+UNSERVABLE = [("duplicate_input", "expected 2 inputs but got 1 inputs")]
+# Configs with duplicate names that Triton loads and serves: warnings at most.
+SERVED = ["duplicate_input_optional", "duplicate_output"]
 PYTHON_EXAMPLES = FIXTURES / "python_backend_examples"
 
 pytestmark = [pytest.mark.triton, pytest.mark.slow]
@@ -147,6 +157,44 @@ def test_config_triton_accepts_gets_no_error(
     status, body = mme_load(mme_server, stage(case_root, tmp_path), f"oracle-ok-{case}.tar.gz")
     assert status == 200, body
     assert validate_repository(case_root).errors == []
+
+
+def request_x() -> list[object]:
+    import numpy as np
+    import tritonclient.http as httpclient
+
+    tensor = httpclient.InferInput("X", [1, 4], "FP32")
+    tensor.set_data_from_numpy(np.ones((1, 4), np.float32), binary_data=True)
+    return [tensor]
+
+
+@pytest.mark.parametrize(("case", "refusal"), UNSERVABLE)
+def test_config_triton_loads_but_never_serves_fails_validation(
+    case: str, refusal: str, mme_server: TritonProcess, tmp_path: Path
+) -> None:
+    case_root = FIXTURES / "invalid" / case
+    target = f"oracle-unservable-{case}.tar.gz"
+    status, body = mme_load(mme_server, stage(case_root, tmp_path), target)
+    assert status == 200, body
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        mme_invoke(mme_server, case, target, request_x())
+    assert caught.value.code == 400
+    assert refusal in caught.value.read().decode()
+    assert validate_repository(case_root).errors
+
+
+@pytest.mark.parametrize("case", SERVED)
+def test_duplicate_names_triton_serves_get_no_error(
+    case: str, mme_server: TritonProcess, tmp_path: Path
+) -> None:
+    case_root = FIXTURES / "invalid" / case
+    target = f"oracle-served-{case}.tar.gz"
+    status, body = mme_load(mme_server, stage(case_root, tmp_path), target)
+    assert status == 200, body
+    result: Any = mme_invoke(mme_server, case, target, request_x())
+    assert result.as_numpy("Y").tolist() == [[1.0] * 4]
+    report = validate_repository(case_root)
+    assert report.errors == [] and report.warnings
 
 
 @pytest.mark.parametrize("model", sorted(p.name for p in PYTHON_EXAMPLES.iterdir() if p.is_dir()))

@@ -103,22 +103,7 @@ def _tensor_fields(model: Model) -> Iterator[tuple[str, Any]]:
 def tensors(ctx: Context, model: Model) -> Iterator[Diagnostic]:
     """Triton's `ValidateModelInput`/`ValidateModelOutput`/`ValidateIOShape`."""
     file = ctx.file_of(model)
-    for group, entries in (("input", model.config.input), ("output", model.config.output)):
-        seen: set[str] = set()
-        for index, tensor in enumerate(entries):
-            where = f"{group}[{index}]"
-            if not tensor.name:
-                yield error(model.name, file, f"{where}.name", f"{group} has no name", "name it")
-            elif tensor.name in seen:
-                # Triton loads it and keeps one entry per name.
-                yield warning(
-                    model.name,
-                    file,
-                    f"{where}.name",
-                    f'duplicate {group} name "{tensor.name}": Triton keeps only one of them',
-                    f"give every {group} a distinct name, or remove the duplicate",
-                )
-            seen.add(tensor.name)
+    yield from _duplicate_names(model, file)
     trt = model.config.platform == "tensorrt_plan"
     for where, tensor in _tensor_fields(model):
         if tensor.data_type == pb.TYPE_INVALID:
@@ -191,6 +176,47 @@ def tensors(ctx: Context, model: Model) -> Iterator[Diagnostic]:
 
 
 _THREE_DIM_FORMATS = {pb.ModelInput.FORMAT_NHWC, pb.ModelInput.FORMAT_NCHW}
+
+
+def _duplicate_names(model: Model, file: str) -> Iterator[Diagnostic]:
+    """Tensors of one name. Triton loads the model and keeps the first entry per name
+    (core `Model::Init`), but counts every non-optional input as required, while a
+    request carries one tensor per name (`InferenceRequest::ValidateRequestInputs`):
+    with more required inputs than names, it refuses every request."""
+    required = sum(1 for tensor in model.config.input if not tensor.optional)
+    names = {tensor.name for tensor in model.config.input}
+    unservable = required > len(names)
+    for group, entries in (("input", model.config.input), ("output", model.config.output)):
+        seen: set[str] = set()
+        for index, tensor in enumerate(entries):
+            where = f"{group}[{index}]"
+            if not tensor.name:
+                yield error(model.name, file, f"{where}.name", f"{group} has no name", "name it")
+            elif tensor.name in seen and group == "input" and unservable:
+                refused = (
+                    f'"expected {len(entries)} inputs but got {len(names)} inputs"'
+                    if required == len(entries)
+                    else '"expected number of inputs between ..."'
+                )
+                yield error(
+                    model.name,
+                    file,
+                    f"{where}.name",
+                    f'duplicate input name "{tensor.name}": Triton loads the model, then '
+                    f"refuses every request ({refused}): the config requires {required} "
+                    f"inputs, and a request carries at most {len(names)}, one per name",
+                    "give every input a distinct name, or remove the duplicate",
+                )
+            elif tensor.name in seen:
+                # Triton loads it, keeps the first entry per name and serves it.
+                yield warning(
+                    model.name,
+                    file,
+                    f"{where}.name",
+                    f'duplicate {group} name "{tensor.name}": Triton keeps only one of them',
+                    f"give every {group} a distinct name, or remove the duplicate",
+                )
+            seen.add(tensor.name)
 
 
 def _element_count(dims: list[int]) -> int:

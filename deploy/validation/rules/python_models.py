@@ -7,11 +7,11 @@ run the model's code, happens in `deploy.repository.autocomplete`).
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from deploy.envs.requirements import RequirementsFile, canonical_name, parse_requirements
 from deploy.neuron.instances import is_inferentia
 from deploy.neuron.planning import PARAM_CORE_START
 from deploy.repository import DEPENDENCIES_PARAMETER, Model
@@ -253,7 +253,7 @@ def imports_the_image_lacks(ctx: Context, model: Model) -> Iterator[Diagnostic]:
                 continue
             seen.add(module)
             package = pip_name(module)
-            if required is not None and _normalized(package) in required:
+            if required is not None and canonical_name(package) in required:
                 continue  # deploy package builds it into the model's environment
             yield warning(
                 model.name,
@@ -272,18 +272,47 @@ def imports_the_image_lacks(ctx: Context, model: Model) -> Iterator[Diagnostic]:
 REQUIREMENTS = "requirements.txt"  # deploy.packaging.environments builds it into the archive
 
 
-def _normalized(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+def _requirements(model: Model) -> RequirementsFile | str | None:
+    """The model's requirements.txt parsed, why it cannot be read, or None without one."""
+    path = model.path / REQUIREMENTS
+    if model.backend != "python" or not path.is_file():
+        return None
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    except UnicodeDecodeError as exc:
+        return f"is not UTF-8 text (byte {exc.start})"
+    return parse_requirements(text, where=str(path))
 
 
 def _required(model: Model) -> set[str] | None:
     """Distribution names the model's requirements.txt lists (None without one)."""
-    path = model.path / REQUIREMENTS
-    if not path.is_file():
+    parsed = _requirements(model)
+    if parsed is None:
         return None
-    names = set()
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", line.split("#", 1)[0])
-        if match:
-            names.add(_normalized(match.group(1)))
-    return names
+    return parsed.names() if isinstance(parsed, RequirementsFile) else set()
+
+
+@model_rule
+def requirements_are_specifiers(ctx: Context, model: Model) -> Iterator[Diagnostic]:
+    """deploy package installs requirements.txt with pip: specifiers and hashes only."""
+    parsed = _requirements(model)
+    path = model.path / REQUIREMENTS
+    if isinstance(parsed, str):
+        yield error(
+            model.name,
+            str(path),
+            "",
+            f"{REQUIREMENTS} {parsed}, so deploy package cannot build its environment",
+            "save it as UTF-8 text with one requirement specifier per line",
+        )
+    elif parsed is not None:
+        for refusal in parsed.refusals:
+            yield error(
+                model.name,
+                f"{path}:{refusal.line}",
+                "",
+                f"{refusal.text!r}: {refusal.message}",
+                refusal.fix,
+            )
