@@ -51,10 +51,14 @@ def _needs_packaging(location: str) -> bool:
     if is_store(location):
         return False
     path = Path(location)
-    if not any(path.glob("*/config.pbtxt")):
+    # A model folder holds config.pbtxt or numbered version folders: python models
+    # whose config comes from auto_complete_config have only the latter.
+    if not any(path.glob("*/config.pbtxt")) and not any(
+        version.name.isdigit() for version in path.glob("[!.]*/*") if version.is_dir()
+    ):
         raise LocalEndpointError(
             "neither a model store (manifest.json, *.tar.gz) nor a model repository "
-            "(*/config.pbtxt)",
+            "(*/config.pbtxt or */<version>/)",
             where=str(path),
             fix="pass the folder `deploy package` wrote, an s3:// store, or a repository",
         )

@@ -71,7 +71,6 @@ def test_serve_refuses_a_folder_that_is_no_store(tmp_path: Path) -> None:
 
 
 def test_serve_packages_a_repository_given_as_store(tmp_path: Path) -> None:
-    pytest.importorskip("deploy.packaging")
     from deploy.local.serve import resolve_store
 
     store = Path(resolve_store(str(EXAMPLES), package_dir=tmp_path / "store"))
@@ -79,3 +78,16 @@ def test_serve_packages_a_repository_given_as_store(tmp_path: Path) -> None:
     assert set(manifest["models"]) == {p.parent.name for p in EXAMPLES.glob("*/config.pbtxt")}
     # A store is served as it is.
     assert resolve_store(str(store)) == str(store)
+
+
+def test_serve_accepts_a_repository_of_python_models_without_config_files(
+    tmp_path: Path,
+) -> None:
+    # python_backend's auto_complete example: model.py completes each config.
+    from deploy.local.serve import resolve_store
+
+    repo = Path(__file__).resolve().parents[1] / "corpus" / "repos" / "pb_auto_complete"
+    assert not list(repo.glob("*/config.pbtxt"))
+    store = Path(resolve_store(str(repo), package_dir=tmp_path / "store"))
+    manifest = json.loads((store / "manifest.json").read_text())
+    assert set(manifest["models"]) == {"batch_auto_complete", "nobatch_auto_complete"}
