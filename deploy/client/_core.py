@@ -331,8 +331,12 @@ def finish(prepared: Prepared, body: bytes, content_type: str | None) -> InferRe
     """Decode a response and check that it holds what was asked for."""
     decoded = decode_response(body, content_type)
     chosen = prepared.route
+    # Asked for by name: each must come back. Otherwise every output the model always
+    # answers (an output marked optional may be left out, with the inputs it depends on).
     expected = prepared.outputs or (
-        tuple(spec.name for spec in chosen.info.outputs) if chosen.info is not None else ()
+        tuple(spec.name for spec in chosen.info.outputs if not spec.optional)
+        if chosen.info is not None
+        else ()
     )
     missing = [name for name in expected if name not in decoded.outputs]
     if missing:

@@ -116,7 +116,8 @@ class ManifestFormatError(ValueError):
 class TensorSpec:
     """A declared tensor; `shape` excludes the batch dimension, -1 means any size.
 
-    `optional` inputs (`optional: true` in config.pbtxt) may be left out of a request.
+    `optional` inputs (`optional: true` in config.pbtxt) may be left out of a request;
+    `optional` outputs (those of a model with optional inputs) may be missing from a response.
     """
 
     name: str

@@ -319,7 +319,12 @@ def _entry(
         inputs=tuple(
             TensorEntry(t.name, t.datatype, tuple(t.shape), t.optional) for t in model.inputs
         ),
-        outputs=tuple(TensorEntry(t.name, t.datatype, tuple(t.shape)) for t in model.outputs),
+        # A model with optional inputs may leave out the outputs computed from them (the
+        # tutorials' identity model answers only fp16_output without string_input).
+        outputs=tuple(
+            TensorEntry(t.name, t.datatype, tuple(t.shape), any(i.optional for i in model.inputs))
+            for t in model.outputs
+        ),
         contains=tuple(contains),
     )
 
