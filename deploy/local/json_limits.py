@@ -34,6 +34,7 @@ MAX_JSON_DEPTH = 64
 
 _ESCAPE = re.compile(rb"\\.", re.DOTALL)
 _STRING = re.compile(rb'"[^"]*"')
+_DECIMAL = re.compile(rb"[0-9]{1,18}")
 _MARKS = b'"[]{}'
 _NOT_MARKS = bytes(b for b in range(256) if b not in _MARKS)
 # Opening brackets become +1, closing ones -1 (as signed bytes).
@@ -48,7 +49,7 @@ def _declared_size(content_type: bytes | None) -> int | str | None:
     if not content_type.startswith(BINARY_JSON):
         return None  # Triton refuses this itself, before parsing anything
     value = content_type[len(BINARY_JSON) :].strip()
-    if not value.isdigit():
+    if not _DECIMAL.fullmatch(value):  # int() refuses over 4300 digits: never reached
         return (
             f"json-header-size={value.decode('latin-1')!r} is not a whole number of bytes; "
             "send the length of the JSON header that starts the body"
@@ -155,12 +156,13 @@ class JsonScanner:
                 self._in_string = True
         signs = marks.translate(_SIGNS)
         opens = signs.count(1)
+        closes = len(signs) - opens
         room = self.max_depth - self._depth  # levels still allowed from here
-        self._depth += 2 * opens - len(signs)
+        self._depth += opens - closes
         if opens <= room:
             return False  # cannot be deeper: the ordinary chunk ends here
-        if b"\x01" * (room + 1) in signs:
-            return True  # the common attack, found without summing
+        if b"\x01" * (room + 1 + closes) in signs:
+            return True  # the common attack, found without summing (closes may come first)
         return _rises_above(signs, room)
 
 

@@ -85,6 +85,7 @@ def test_which_bytes_triton_parses_as_json() -> None:
         json_header_size(BINARY_JSON + b"11", 10)
     )
     assert "not a whole number" in str(json_header_size(BINARY_JSON + b"-1", 10))
+    assert "not a whole number" in str(json_header_size(BINARY_JSON + b"9" * 5000, 10))
 
 
 def test_binary_tensor_bytes_are_not_json() -> None:
