@@ -517,6 +517,19 @@ def test_queued_requests_wait_for_a_tritonserver_restart_and_all_answer(served: 
         (["--hosting", "async", "--async-output", "/tmp/x"], 1, "is not an s3://BUCKET/PREFIX/"),
         (["--hosting", "async", "--async-output", "s3://b/", "--max-loaded-models", "2"], 2, ""),
         (["--hosting", "nonsense"], 2, "this version serves"),
+        (["--async-input", "s3://b/requests/"], 2, "--async-input"),
+        (["--async-max-queued", "5"], 2, "--async-max-queued"),
+        (
+            ["--hosting", "async", "--async-output", "s3://b/", "--async-input", "/tmp/x"],
+            1,
+            "is not an s3://BUCKET/PREFIX/",
+        ),
+        (
+            ["--hosting", "async", "--async-output", "s3://b/", "--async-input", "s3://b/a/../"],
+            1,
+            "is not an s3://BUCKET/PREFIX/",
+        ),
+        (["--hosting", "async", "--async-output", "s3://b/", "--async-max-queued", "0"], 2, ""),
     ],
 )
 def test_serve_refuses_flags_that_do_not_fit(
