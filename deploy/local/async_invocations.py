@@ -446,6 +446,14 @@ class AsyncInvocations:
             problem = wire.custom_attributes_problem(attributes)
             if problem is not None:
                 return problem
+        for header, member in ((CONTENT_TYPE, "contentType"), (ACCEPT, "accept")):
+            value = headers.get(header)
+            if value is not None and (len(value) > 1024 or not value.isascii()):
+                return wire.validation_error(
+                    f"1 validation error detected: Value {_text(value)!r} at '{member}' failed "
+                    r"to satisfy constraint: Member must satisfy regular expression pattern: "
+                    r"\p{ASCII}*"
+                )
         extension = _text(headers.get(OUTPUT_EXTENSION))
         if extension is not None and (len(extension) > 512 or not _EXTENSION.match(extension)):
             return wire.validation_error(
@@ -563,6 +571,7 @@ class AsyncInvocations:
             await asyncio.sleep(0.1)
 
     async def _write_failure(self, job: _Job, message: str) -> None:
+        job.finishing = True  # stopping the endpoint must not overwrite it with its own
         try:
             s3 = await self.s3()
             await self.blocking(

@@ -252,6 +252,13 @@ def _header_bytes(value: str) -> bytes:
             },
             "between 1 and 3600",
         ),
+        (
+            {
+                "X-Amzn-SageMaker-InputLocation": f"s3://{BUCKET}/requests/k",
+                "X-Amzn-SageMaker-Content-Type": "application/jsön",
+            },
+            "at 'contentType' failed",
+        ),
     ],
 )
 def test_bad_calls_get_a_validation_error(
