@@ -161,8 +161,9 @@ class JsonScanner:
         self._depth += opens - closes
         if opens <= room:
             return False  # cannot be deeper: the ordinary chunk ends here
-        if b"\x01" * (room + 1 + closes) in signs:
-            return True  # the common attack, found without summing (closes may come first)
+        run = signs.find(b"\x01" * (room + 1))
+        if run >= 0 and 2 * signs.count(1, 0, run) >= run:
+            return True  # the common attack, found without summing (no closes sink it first)
         return _rises_above(signs, room)
 
 
@@ -213,8 +214,19 @@ def json_problem(
             break
     if brackets <= max_depth:
         return None
-    scanner = JsonScanner(size, max_depth)
+    # The whole body is here (at most the real-time payload limit): one feed of the
+    # JSON part costs less than one per chunk.
+    text = first if len(first) >= size else b"".join(_leading(body, size))
+    return JsonScanner(size, max_depth).feed(text)
+
+
+def _leading(body: Sequence[bytes], size: int) -> list[bytes]:
+    """The chunks that hold the first `size` bytes of a body."""
+    taken: list[bytes] = []
+    have = 0
     for chunk in body:
-        if scanner.feed(chunk) is not None or scanner.remaining <= 0:
+        if have >= size:
             break
-    return scanner.problem
+        taken.append(chunk)
+        have += len(chunk)
+    return taken
