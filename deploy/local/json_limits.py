@@ -34,7 +34,7 @@ MAX_JSON_DEPTH = 64
 
 _ESCAPE = re.compile(rb"\\.", re.DOTALL)
 _STRING = re.compile(rb'"[^"]*"')
-_DECIMAL = re.compile(rb"[0-9]{1,18}")
+_DECIMAL = re.compile(rb"[0-9]{1,4000}")
 _MARKS = b'"[]{}'
 _NOT_MARKS = bytes(b for b in range(256) if b not in _MARKS)
 # Opening brackets become +1, closing ones -1 (as signed bytes).
@@ -49,9 +49,10 @@ def _declared_size(content_type: bytes | None) -> int | str | None:
     if not content_type.startswith(BINARY_JSON):
         return None  # Triton refuses this itself, before parsing anything
     value = content_type[len(BINARY_JSON) :].strip()
-    if not _DECIMAL.fullmatch(value):  # int() refuses over 4300 digits: never reached
+    if not _DECIMAL.fullmatch(value):  # ASCII digits; int() refuses over 4300 of them
+        shown = value[:40].decode("latin-1") + ("..." if len(value) > 40 else "")
         return (
-            f"json-header-size={value.decode('latin-1')!r} is not a whole number of bytes; "
+            f"json-header-size={shown!r} is not a whole number of bytes; "
             "send the length of the JSON header that starts the body"
         )
     return int(value)
