@@ -344,6 +344,20 @@ def test_json_too_deep_for_tritonserver_fails_each_request_and_the_server_lives(
     assert decoded.outputs["UPPER"].tolist() == [b"OK"]
 
 
+def test_a_json_header_size_outside_the_input_fails_before_tritonserver_reads_it(
+    served: Served,
+) -> None:
+    served.s3.put_object(Bucket=BUCKET, Key="requests/header-size", Body=b'{"inputs": []}')
+    answer = runtime(served.url).invoke_endpoint_async(
+        EndpointName=ENDPOINT,
+        InputLocation=f"s3://{BUCKET}/requests/header-size",
+        ContentType="application/vnd.sagemaker-triton.binary+json;json-header-size=99999",
+    )
+    text = served.wait_for(answer["FailureLocation"])["Body"].read().decode()
+    assert f"the input s3://{BUCKET}/requests/header-size: json-header-size=99999" in text
+    assert "larger than the request body (14 bytes)" in text
+
+
 def test_manifest_names_the_s3_locations(served: Served) -> None:
     with Endpoint(ENDPOINT, endpoint_url=served.url) as endpoint:
         manifest = endpoint._manifest.get()
