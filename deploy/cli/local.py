@@ -136,6 +136,24 @@ def serve(
             "an S3 emulator.",
         ),
     ] = None,
+    async_input: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--async-input",
+            help="--hosting async: a further s3://BUCKET/PREFIX/ the endpoint may read "
+            "requests from (repeatable); it always reads the input/ prefix of "
+            "--async-output, and nothing else.",
+        ),
+    ] = None,
+    async_max_queued: Annotated[
+        int,
+        typer.Option(
+            "--async-max-queued",
+            min=1,
+            help="--hosting async: requests queued or running at most; beyond them "
+            "InvokeEndpointAsync answers ServiceUnavailable (503).",
+        ),
+    ] = 1000,
     async_max_concurrent: Annotated[
         int,
         typer.Option(
@@ -180,7 +198,12 @@ def serve(
     if mode != "async":
         reject(
             ctx,
-            {"async_output": "--async-output", "async_max_concurrent": "--async-max-concurrent"},
+            {
+                "async_output": "--async-output",
+                "async_max_concurrent": "--async-max-concurrent",
+                "async_input": "--async-input",
+                "async_max_queued": "--async-max-queued",
+            },
             because=f"to --hosting {mode}; they apply to --hosting async",
         )
     elif async_output is None:
@@ -235,6 +258,7 @@ def serve(
     if mode == "async":
         from deploy.async_inference import AsyncLocations
         from deploy.local.async_endpoint import serve_async_forever
+        from deploy.local.async_invocations import input_prefix
 
         assert async_output is not None  # checked above
         serve_async_forever(
@@ -242,6 +266,8 @@ def serve(
             options,
             AsyncLocations.under(async_output),
             max_concurrent=async_max_concurrent,
+            input_prefixes=tuple(input_prefix(url) for url in async_input or ()),
+            max_queued=async_max_queued,
             state_dir=state_dir,
         )
         return

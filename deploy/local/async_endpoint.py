@@ -7,10 +7,16 @@ with only the router loaded (`--load-model=router`); the router loads the
 models it routes to. Requests arrive through S3 (`deploy.local.async_invocations`);
 InvokeEndpoint is refused, as SageMaker refuses it on an asynchronous endpoint.
 The manifest it serves says `"hosting": "async"` and names the S3 prefixes.
+
+Stopping drains the queue first (`AsyncInvocations.close`): every request
+accepted and not yet answered gets its failure object while S3 and the event
+loop still run.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import shutil
@@ -28,7 +34,12 @@ from deploy.async_inference.layout import (
 )
 from deploy.errors import LocalEndpointError
 from deploy.local import wire
-from deploy.local.async_invocations import HEADERS, AsyncInvocations
+from deploy.local.async_invocations import (
+    DEFAULT_MAX_QUEUED,
+    HEADERS,
+    STOP_BUDGET_S,
+    AsyncInvocations,
+)
 from deploy.local.endpoint import EndpointOptions
 from deploy.local.frontend import FrontEnd, Reply, _Request
 from deploy.local.platform import ModelPlatform
@@ -113,7 +124,8 @@ class AsyncFrontEnd(SingleModelFrontEnd):
 
 class AsyncLocalEndpoint(SingleModelEndpoint):
     """An asynchronous SageMaker endpoint on this machine (start/stop/url as
-    `LocalEndpoint`); `locations` are the S3 prefixes it reads and writes."""
+    `LocalEndpoint`); `locations` are the S3 prefixes it reads and writes, and
+    `input_prefixes` further s3:// prefixes it may read requests from."""
 
     def __init__(
         self,
@@ -127,6 +139,8 @@ class AsyncLocalEndpoint(SingleModelEndpoint):
         router: str = ROUTER_NAME,
         router_instances: int = DEFAULT_ROUTER_INSTANCES,
         s3_client: Callable[[], Any] = _s3_client,
+        input_prefixes: tuple[str, ...] = (),
+        max_queued: int = DEFAULT_MAX_QUEUED,
     ) -> None:
         own_work_dir = work_dir is None
         work_dir = work_dir or Path(tempfile.mkdtemp(prefix="deploy-local-"))
@@ -159,6 +173,9 @@ class AsyncLocalEndpoint(SingleModelEndpoint):
             default_timeout=invocation_timeout,
             model_name=router,
             log_stream=f"file://{self.supervisor.log_path}",
+            input_prefixes=input_prefixes,
+            max_queued=max_queued,
+            server_ready=lambda: self.supervisor.ready,
         )
         frontend = AsyncFrontEnd(
             cast(ModelPlatform, self.models),
@@ -172,6 +189,15 @@ class AsyncLocalEndpoint(SingleModelEndpoint):
         )
         frontend.invocations = self.invocations
         self.frontend = frontend
+
+    def stop(self) -> None:
+        loop = self._loop
+        if not self._stopped and loop is not None and loop.is_running():
+            # Failure objects for the queue, while tritonserver and the loop still run.
+            drained = asyncio.run_coroutine_threadsafe(self.invocations.close(), loop)
+            with contextlib.suppress(Exception):
+                drained.result(STOP_BUDGET_S + 5)
+        super().stop()
 
     def listing(self) -> dict[str, Any]:
         document = super().listing()
@@ -187,6 +213,8 @@ def serve_async_forever(
     ready: threading.Event | None = None,
     *,
     max_concurrent: int = 4,
+    input_prefixes: tuple[str, ...] = (),
+    max_queued: int = DEFAULT_MAX_QUEUED,
     state_dir: Path | None = STATE_DIR,
 ) -> None:
     """`deploy serve --hosting async`: run until SIGINT/SIGTERM, then stop.
@@ -202,7 +230,7 @@ def serve_async_forever(
             ", ".join(sorted(endpoint.manifest["models"])),
             endpoint.router,
             endpoint.url,
-            locations.input_prefix,
+            ", ".join(endpoint.invocations.input_prefixes),
             locations.output_prefix,
             locations.failure_prefix,
             endpoint.supervisor.log_path,
@@ -212,7 +240,12 @@ def serve_async_forever(
 
     serve_until_signal(
         lambda: AsyncLocalEndpoint(
-            location, locations=locations, options=options, max_concurrent=max_concurrent
+            location,
+            locations=locations,
+            options=options,
+            max_concurrent=max_concurrent,
+            input_prefixes=input_prefixes,
+            max_queued=max_queued,
         ),
         started,
         ready,

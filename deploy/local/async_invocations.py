@@ -17,6 +17,24 @@ output location; an error (the model's, a timeout, a missing input) lands at
 the failure location as text. A request still queued after its
 RequestTTLSeconds fails without running.
 
+The endpoint is as strict as the real-time one:
+- InputLocation must lie under the endpoint's input prefix or another prefix
+  it was given (`deploy serve --async-input`), as the stack's execution role
+  allows reads only there; anything else is a 400 naming the allowed prefixes.
+- The input's JSON passes the real-time limits (`deploy.local.json_limits`)
+  while it streams: each chunk is judged before Triton gets it, and a body
+  too deep, or a json-header-size outside it, fails the request.
+- At most `max_queued` requests are queued or running; beyond them the call
+  answers ServiceUnavailable (503), an error InvokeEndpointAsync defines.
+- Numeric headers are plain ASCII decimals, else a 400.
+
+Every accepted request ends in an output or a failure object. A request
+waits (up to `server_wait` seconds) while tritonserver restarts, and one that
+was running when it died runs again (up to `MAX_ATTEMPTS` times). When the
+endpoint stops (SIGINT/SIGTERM), each request not yet answered gets a failure
+object saying so; its input stays in S3 to be submitted again. The queue
+lives in memory only: no later `deploy serve` resumes it.
+
 S3 calls are blocking boto3 calls on a small thread pool; the rest runs on
 the front end's event loop.
 """
@@ -48,7 +66,9 @@ from deploy.async_inference.layout import (
     failure_key,
     output_key,
 )
+from deploy.errors import ConfigError
 from deploy.local import wire
+from deploy.local.json_limits import MAX_JSON_DEPTH, JsonScanner
 from deploy.local.listener import VerifiedServer
 
 log = logging.getLogger(__name__)
@@ -84,12 +104,22 @@ _INPUT_LOCATION = re.compile(r"^(https|s3)://([^/]+)/?(.*)$")
 _INFERENCE_ID = re.compile(r"[!-~][ -~]*")  # \A\S[\p{Print}]*\z
 _EXTENSION = re.compile(r"^(?!s3:|https:)[a-zA-Z0-9!_.*'()/-]+$")
 _FILENAME = re.compile(r"^(?!.*\..*\.)[a-zA-Z0-9][a-zA-Z0-9-_\.]*$")
+_DECIMAL = re.compile(rb"[0-9]{1,12}")  # ASCII digits only: str.isdigit() takes '²'
+DEFAULT_MAX_QUEUED = 1000
+DEFAULT_SERVER_WAIT_S = 120.0
+MAX_ATTEMPTS = 3  # runs of one request when tritonserver dies under it
+_SETTLE_S = 0.2  # lets the supervisor see a crash before the next attempt waits for it
+STOP_BUDGET_S = 30.0  # how long stopping waits for failure objects to be written
 
 Reply = tuple[int, list[tuple[str, str]], bytes]
 
 
 class InvocationFailedError(Exception):
     """A queued request failed; the message is what the failure object holds."""
+
+
+class ServerGoneError(InvocationFailedError):
+    """tritonserver could not be reached or closed the connection before answering."""
 
 
 @dataclass
@@ -105,6 +135,9 @@ class _Job:
     output: tuple[str, str]  # bucket, key
     failure: tuple[str, str]
     queued_at: float
+    started: bool = False  # holds a slot
+    finishing: bool = False  # its output is being completed: not cancelled at stop
+    answered: bool = False  # its output or failure object was written
 
 
 def _url(bucket: str, key: str) -> str:
@@ -226,7 +259,9 @@ class AsyncInvocations:
 
     `triton` is the supervised tritonserver (its verified port); `s3_client` makes the
     boto3 S3 client (called once, in a worker thread; boto3 honours
-    AWS_ENDPOINT_URL).
+    AWS_ENDPOINT_URL). Inputs are read from `locations.input_prefix` and the
+    s3:// prefixes in `input_prefixes`; `server_ready` tells whether
+    tritonserver answers (False while it restarts).
     """
 
     def __init__(
@@ -240,6 +275,11 @@ class AsyncInvocations:
         default_timeout: float = DEFAULT_INVOCATION_TIMEOUT_S,
         model_name: str = "router",
         log_stream: str = "tritonserver.log",
+        input_prefixes: tuple[str, ...] = (),
+        max_queued: int = DEFAULT_MAX_QUEUED,
+        server_ready: Callable[[], bool] = lambda: True,
+        server_wait: float = DEFAULT_SERVER_WAIT_S,
+        max_json_depth: int = MAX_JSON_DEPTH,
     ) -> None:
         self.endpoint_name = endpoint_name
         self.locations = locations
@@ -250,9 +290,16 @@ class AsyncInvocations:
         self.default_timeout = default_timeout
         self.model_name = model_name
         self.log_stream = log_stream
-        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="async-s3")
+        self.input_prefixes = tuple(dict.fromkeys((locations.input_prefix, *input_prefixes)))
+        self._allowed = [locations.bucket_and_prefix(url) for url in self.input_prefixes]
+        self.max_queued = max_queued
+        self.server_ready = server_ready
+        self.server_wait = server_wait
+        self.max_json_depth = max_json_depth
+        self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="async-s3")
         self._slots: asyncio.Semaphore | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: dict[asyncio.Task[None], _Job] = {}
+        self._closing = False
         self.completed = 0
         self.failed = 0
         self.run_seconds = 0.0  # time spent running requests that completed
@@ -270,9 +317,11 @@ class AsyncInvocations:
     def listing(self) -> dict[str, Any]:
         return {
             "input_prefix": self.locations.input_prefix,
+            "input_prefixes": list(self.input_prefixes),
             "output_prefix": self.locations.output_prefix,
             "failure_prefix": self.locations.failure_prefix,
             "max_concurrent_invocations": self.max_concurrent,
+            "max_queued": self.max_queued,
             "queued_or_running": len(self._tasks),
             "completed": self.completed,
             "failed": self.failed,
@@ -280,10 +329,23 @@ class AsyncInvocations:
         }
 
     async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
+        """Stop: every request not yet answered gets a failure object saying so
+        (one whose output is being completed finishes instead)."""
+        self._closing = True
+        for task, job in list(self._tasks.items()):
+            if not job.finishing:
+                task.cancel()
         if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            _, late = await asyncio.wait(list(self._tasks), timeout=STOP_BUDGET_S)
+            for task in late:
+                job = self._tasks[task]
+                log.error(
+                    "async request %s: no output or failure object written before the "
+                    "endpoint stopped (%s)",
+                    job.inference_id,
+                    _url(*job.failure),
+                )
+                task.cancel()
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     # -- the call ---------------------------------------------------------------------
@@ -292,9 +354,18 @@ class AsyncInvocations:
         job = self._job(headers)
         if isinstance(job, wire.AwsErrorReply):
             return job.encode()
+        if self._closing:
+            return wire.service_unavailable(
+                f"endpoint {self.endpoint_name} is stopping and accepts no requests"
+            ).encode()
+        if len(self._tasks) >= self.max_queued:
+            return wire.service_unavailable(
+                f"endpoint {self.endpoint_name} has {len(self._tasks)} requests queued or "
+                f"running, its limit; retry later (deploy serve --async-max-queued raises it)"
+            ).encode()
         task = asyncio.get_running_loop().create_task(self._run(job))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks[task] = job
+        task.add_done_callback(self._forget)
         log.info("async request %s queued: %s", job.inference_id, _url(job.bucket, job.key))
         return (
             202,
@@ -305,6 +376,21 @@ class AsyncInvocations:
                 ("x-amzn-RequestId", str(uuid.uuid4())),
             ],
             json.dumps({"InferenceId": job.inference_id}).encode(),
+        )
+
+    def _forget(self, task: asyncio.Task[None]) -> None:
+        self._tasks.pop(task, None)
+
+    def _input_problem(self, bucket: str, key: str) -> wire.AwsErrorReply | None:
+        """Why the endpoint must not read s3://bucket/key, or None."""
+        allowed = any(bucket == b and key.startswith(p) for b, p in self._allowed)
+        if allowed and not {".", ".."} & set(key.split("/")):
+            return None
+        prefixes = ", ".join(self.input_prefixes)
+        return wire.validation_error(
+            f"InputLocation {_url(bucket, key)} is outside the input prefixes of endpoint "
+            f"{self.endpoint_name} ({prefixes}): upload the request under one of them (the "
+            "endpoint reads nothing else; deploy serve --async-input adds a prefix)"
         )
 
     def _job(self, headers: dict[bytes, bytes]) -> _Job | wire.AwsErrorReply:
@@ -327,6 +413,9 @@ class AsyncInvocations:
                 f"InputLocation {raw_location!r}: the local endpoint reads s3://bucket/key "
                 "objects only"
             )
+        refused = self._input_problem(bucket, key)
+        if refused is not None:
+            return refused
         inference_id = _text(headers.get(INFERENCE_ID))
         if inference_id is not None and (
             len(inference_id) > 64 or not _INFERENCE_ID.fullmatch(inference_id)
@@ -358,6 +447,14 @@ class AsyncInvocations:
             problem = wire.custom_attributes_problem(attributes)
             if problem is not None:
                 return problem
+        for header, member in ((CONTENT_TYPE, "contentType"), (ACCEPT, "accept")):
+            value = headers.get(header)
+            if value is not None and (len(value) > 1024 or not value.isascii()):
+                return wire.validation_error(
+                    f"1 validation error detected: Value {_text(value)!r} at '{member}' failed "
+                    r"to satisfy constraint: Member must satisfy regular expression pattern: "
+                    r"\p{ASCII}*"
+                )
         extension = _text(headers.get(OUTPUT_EXTENSION))
         if extension is not None and (len(extension) > 512 or not _EXTENSION.match(extension)):
             return wire.validation_error(
@@ -387,9 +484,25 @@ class AsyncInvocations:
         )
 
     async def _run(self, job: _Job) -> None:
+        try:
+            await self._queued(job)
+        except asyncio.CancelledError:
+            if not job.answered:
+                self.failed += 1
+                state = "while it ran" if job.started else "before it ran"
+                await self._write_failure(
+                    job,
+                    f"the endpoint {self.endpoint_name} stopped {state}; the request was not "
+                    f"answered. Its input is still at {_url(job.bucket, job.key)}: submit it "
+                    "again once the endpoint serves.",
+                )
+            raise
+
+    async def _queued(self, job: _Job) -> None:
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.max_concurrent)
         async with self._slots:
+            job.started = True
             waited = time.monotonic() - job.queued_at
             started = time.monotonic()
             try:
@@ -398,15 +511,7 @@ class AsyncInvocations:
                         f"the request waited {waited:.0f}s in the queue, past its "
                         f"RequestTTLSeconds of {job.ttl:g}; it was not run"
                     )
-                try:
-                    async with asyncio.timeout(job.timeout):
-                        await self._invoke(job)
-                except TimeoutError:
-                    raise InvocationFailedError(
-                        f"the model did not answer within InvocationTimeoutSeconds "
-                        f"{job.timeout:g}s; raise it (up to {MAX_INVOCATION_TIMEOUT_S}) "
-                        "for slow models"
-                    ) from None
+                await self._attempts(job)
             except InvocationFailedError as exc:
                 self.failed += 1
                 log.info("async request %s failed: %s", job.inference_id, exc)
@@ -428,7 +533,46 @@ class AsyncInvocations:
                 _url(*job.output),
             )
 
+    async def _attempts(self, job: _Job) -> None:
+        """Run the request, again when tritonserver died under it (see MAX_ATTEMPTS)."""
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            await self._server_up()
+            try:
+                async with asyncio.timeout(job.timeout):
+                    await self._invoke(job)
+                return
+            except TimeoutError:
+                raise InvocationFailedError(
+                    f"the model did not answer within InvocationTimeoutSeconds "
+                    f"{job.timeout:g}s; raise it (up to {MAX_INVOCATION_TIMEOUT_S}) "
+                    "for slow models"
+                ) from None
+            except ServerGoneError as exc:
+                if attempt == MAX_ATTEMPTS:
+                    raise InvocationFailedError(
+                        f"{exc}; the request ran {MAX_ATTEMPTS} times and tritonserver "
+                        f"stopped each time (see {self.log_stream})"
+                    ) from exc
+                log.warning(
+                    "async request %s: %s; it runs again once tritonserver is back",
+                    job.inference_id,
+                    exc,
+                )
+                await asyncio.sleep(_SETTLE_S)
+
+    async def _server_up(self) -> None:
+        """Wait (bounded) while tritonserver restarts."""
+        deadline = time.monotonic() + self.server_wait
+        while not self.server_ready():
+            if time.monotonic() > deadline:
+                raise InvocationFailedError(
+                    f"the model server was not ready within {self.server_wait:g}s (it is "
+                    f"restarting or gave up; see {self.log_stream})"
+                )
+            await asyncio.sleep(0.1)
+
     async def _write_failure(self, job: _Job, message: str) -> None:
+        job.finishing = True  # stopping the endpoint must not overwrite it with its own
         try:
             s3 = await self.s3()
             await self.blocking(
@@ -440,6 +584,8 @@ class AsyncInvocations:
             )
         except Exception:
             log.exception("cannot write the failure object %s", _url(*job.failure))
+            return
+        job.answered = True
 
     async def _open_input(self, job: _Job) -> tuple[Any, int]:
         from botocore.exceptions import BotoCoreError, ClientError
@@ -464,25 +610,35 @@ class AsyncInvocations:
 
     async def _invoke(self, job: _Job) -> None:
         body, size = await self._open_input(job)
+        content_type = None if job.content_type is None else job.content_type.encode("latin-1")
+        scanner = JsonScanner.for_body(content_type, size, self.max_json_depth)
+        if scanner.problem is not None:
+            body.close()
+            raise InvocationFailedError(f"the input {_url(job.bucket, job.key)}: {scanner.problem}")
         try:
             port, token = self.triton.verified()
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
         except OSError as exc:
             body.close()
-            raise InvocationFailedError(f"the model server did not answer: {exc}") from exc
+            raise ServerGoneError(f"the model server did not answer: {exc}") from exc
         if not self.triton.still_verified(token):  # it stopped: the port may be another's
             writer.close()
             body.close()
-            raise InvocationFailedError("the model server stopped while the connection opened")
+            raise ServerGoneError("the model server stopped while the connection opened")
         sink = _S3Writer(self, *job.output)
         answer = _Answer(sink.add)
         try:
             writer.write(self._head(job, size))
-            await self._send_body(job, body, size, writer)
+            await self._send_body(job, body, size, writer, scanner)
             while not answer.complete:
-                data = await reader.read(READ_SIZE)
+                try:
+                    data = await reader.read(READ_SIZE)
+                except ConnectionError as exc:
+                    raise ServerGoneError(
+                        f"the model server dropped the connection: {exc}"
+                    ) from exc
                 if not data:
-                    raise InvocationFailedError(
+                    raise ServerGoneError(
                         "the model server closed the connection before answering "
                         f"(see {self.log_stream})"
                     )
@@ -503,7 +659,9 @@ class AsyncInvocations:
                     f"See {self.log_stream} for more information."
                 )
             sink.content_type = answer.content_type
+            job.finishing = True
             await sink.close()
+            job.answered = True
         except BaseException:
             await sink.abort()
             raise
@@ -525,9 +683,15 @@ class AsyncInvocations:
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
     async def _send_body(
-        self, job: _Job, body: Any, size: int, writer: asyncio.StreamWriter
+        self,
+        job: _Job,
+        body: Any,
+        size: int,
+        writer: asyncio.StreamWriter,
+        scanner: JsonScanner,
     ) -> None:
-        """Copy the S3 object to tritonserver, reading the next chunk while one is sent."""
+        """Copy the S3 object to tritonserver, reading the next chunk while one is sent;
+        each chunk is judged (`scanner`) before tritonserver gets it."""
         sent = 0
         pending = asyncio.ensure_future(self.blocking(body.read, READ_SIZE))
         try:
@@ -538,6 +702,11 @@ class AsyncInvocations:
                         f"the input {_url(job.bucket, job.key)} ended after {sent} of {size} bytes"
                     )
                 sent += len(chunk)
+                problem = scanner.feed(chunk)
+                if problem is not None:
+                    # Triton parses nothing before the whole body arrives: closing the
+                    # connection now drops what it has.
+                    raise InvocationFailedError(f"the input {_url(job.bucket, job.key)}: {problem}")
                 if sent < size:
                     pending = asyncio.ensure_future(self.blocking(body.read, READ_SIZE))
                 writer.write(chunk)
@@ -552,13 +721,29 @@ class AsyncInvocations:
                 pending.cancel()
 
 
+def input_prefix(url: str, *, where: str = "--async-input") -> str:
+    """`url` as an allowed input prefix: s3://BUCKET/ (the whole bucket) or
+    s3://BUCKET/PREFIX/ (a trailing `/` added, so `data` does not admit `data-old/`)."""
+    bucket, _, prefix = url.removeprefix("s3://").partition("/")
+    if not url.startswith("s3://") or not bucket or {".", ".."} & set(prefix.split("/")):
+        raise ConfigError(
+            f"{url!r} is not an s3://BUCKET/PREFIX/ URL",
+            where=where,
+            fix="name a bucket and prefix the endpoint may read requests from, e.g. "
+            "s3://my-bucket/requests/",
+        )
+    if prefix and not prefix.endswith("/"):
+        prefix += "/"
+    return f"s3://{bucket}/{prefix}"
+
+
 def _bounded(
     raw: bytes | None, member: str, low: int, high: int, default: float
 ) -> float | wire.AwsErrorReply:
     if raw is None:
         return default
     text = raw.decode("latin-1")
-    if not text.isdigit() or not low <= int(text) <= high:
+    if not _DECIMAL.fullmatch(raw) or not low <= int(raw) <= high:
         return wire.validation_error(
             f"1 validation error detected: Value {text!r} at '{member}' failed to satisfy "
             f"constraint: Member must have value between {low} and {high}"

@@ -2,9 +2,12 @@
 
 GIVEN one asynchronous endpoint (the router layout over `tests/fixtures/async_repo`
 plus the example `strings` model) reading and writing `s3://<bucket>/async/`
-on the moto server, WHEN boto3's `invoke_endpoint_async` or the SDK call it,
-THEN answers and failures land where the 202 said, and the SDK turns them into
-results and errors.
+on the moto server, and reading requests from `s3://<bucket>/requests/` too,
+WHEN boto3's `invoke_endpoint_async` or the SDK call it, THEN answers and
+failures land where the 202 said, and the SDK turns them into results and
+errors; requests from elsewhere, bad headers, JSON too deep for tritonserver
+and a full queue are refused, and every accepted request ends in an output
+or a failure object, across a tritonserver restart and `deploy serve`'s SIGTERM.
 """
 
 from __future__ import annotations
@@ -14,7 +17,11 @@ import http.client
 import importlib.util
 import json
 import logging
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,6 +31,7 @@ from typing import Any
 import boto3
 import numpy as np
 import pytest
+from botocore.config import Config
 
 from deploy.async_inference import AsyncLocations
 from deploy.client import (
@@ -97,6 +105,7 @@ def served(moto_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
             locations=locations,
             options=EndpointOptions(endpoint_name=ENDPOINT),
             max_concurrent=2,
+            input_prefixes=(f"s3://{BUCKET}/requests/",),
         ).start()
         try:
             yield Served(endpoint.url, locations, s3, endpoint)
@@ -186,6 +195,14 @@ def test_invoke_endpoint_is_refused_on_an_asynchronous_endpoint(served: Served) 
         client.invoke_endpoint(EndpointName=ENDPOINT, Body=b"{}", ContentType="application/json")
 
 
+def _header_bytes(value: str) -> bytes:
+    # As http.client sends a str (latin-1: '²' is the byte 0xb2), else UTF-8.
+    try:
+        return value.encode("latin-1")
+    except UnicodeEncodeError:
+        return value.encode()
+
+
 @pytest.mark.parametrize(
     ("headers", "message"),
     [
@@ -194,17 +211,53 @@ def test_invoke_endpoint_is_refused_on_an_asynchronous_endpoint(served: Served) 
         ({"X-Amzn-SageMaker-InputLocation": "https://x/y"}, "s3://bucket/key objects only"),
         (
             {
-                "X-Amzn-SageMaker-InputLocation": f"s3://{BUCKET}/k",
+                "X-Amzn-SageMaker-InputLocation": f"s3://{BUCKET}/requests/k",
                 "X-Amzn-SageMaker-InvocationTimeoutSeconds": "3601",
             },
             "between 1 and 3600",
         ),
         (
             {
-                "X-Amzn-SageMaker-InputLocation": f"s3://{BUCKET}/k",
+                "X-Amzn-SageMaker-InputLocation": f"s3://{BUCKET}/requests/k",
                 "X-Amzn-SageMaker-RequestTTLSeconds": "59",
             },
             "between 60 and 21600",
+        ),
+        # Numbers are plain ASCII decimals: Python's int() takes these three.
+        (
+            {
+                "X-Amzn-SageMaker-InputLocation": f"s3://{BUCKET}/requests/k",
+                "X-Amzn-SageMaker-RequestTTLSeconds": "²",
+            },
+            "between 60 and 21600",
+        ),
+        (
+            {
+                "X-Amzn-SageMaker-InputLocation": f"s3://{BUCKET}/requests/k",
+                "X-Amzn-SageMaker-RequestTTLSeconds": "１２０",
+            },
+            "between 60 and 21600",
+        ),
+        (
+            {
+                "X-Amzn-SageMaker-InputLocation": f"s3://{BUCKET}/requests/k",
+                "X-Amzn-SageMaker-InvocationTimeoutSeconds": "²",
+            },
+            "between 1 and 3600",
+        ),
+        (
+            {
+                "X-Amzn-SageMaker-InputLocation": f"s3://{BUCKET}/requests/k",
+                "X-Amzn-SageMaker-InvocationTimeoutSeconds": "9" * 5000,
+            },
+            "between 1 and 3600",
+        ),
+        (
+            {
+                "X-Amzn-SageMaker-InputLocation": f"s3://{BUCKET}/requests/k",
+                "X-Amzn-SageMaker-Content-Type": "application/jsön",
+            },
+            "at 'contentType' failed",
         ),
     ],
 )
@@ -212,8 +265,9 @@ def test_bad_calls_get_a_validation_error(
     served: Served, headers: dict[str, str], message: str
 ) -> None:
     connection = http.client.HTTPConnection("127.0.0.1", served.endpoint.port, timeout=10)
+    encoded = {name: _header_bytes(value) for name, value in headers.items()}
     try:
-        connection.request("POST", f"/endpoints/{ENDPOINT}/async-invocations", b"", headers)
+        connection.request("POST", f"/endpoints/{ENDPOINT}/async-invocations", b"", encoded)
         response = connection.getresponse()
         body = json.loads(response.read())
     finally:
@@ -221,6 +275,87 @@ def test_bad_calls_get_a_validation_error(
     assert response.status == 400
     assert response.getheader("x-amzn-ErrorType") == "ValidationError"
     assert message in body["message"]
+
+
+@pytest.mark.parametrize(
+    "location",
+    [
+        f"s3://{BUCKET}/elsewhere/secret.json",
+        f"s3://{BUCKET}/requestsX/secret.json",  # a prefix of the name, not of the folder
+        f"s3://{BUCKET}/requests/../elsewhere/secret.json",
+        "s3://someone-elses-bucket/requests/secret.json",
+    ],
+)
+def test_inputs_outside_the_allowed_prefixes_are_refused(served: Served, location: str) -> None:
+    served.s3.put_object(Bucket=BUCKET, Key="elsewhere/secret.json", Body=b"{}")
+    before = set(served.keys())
+    client = runtime(served.url)
+    with pytest.raises(client.exceptions.ValidationError) as raised:
+        client.invoke_endpoint_async(EndpointName=ENDPOINT, InputLocation=location)
+    assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    message = raised.value.response["Error"]["Message"]
+    assert f"InputLocation {location}" in message
+    assert f"{served.locations.input_prefix}, s3://{BUCKET}/requests/" in message
+    assert set(served.keys()) == before  # nothing queued, nothing written
+
+
+def test_json_too_deep_for_tritonserver_fails_each_request_and_the_server_lives(
+    served: Served,
+) -> None:
+    # GIVEN six inputs of ~2.5 MB whose nesting starts after the first streamed chunk
+    # (already sent to tritonserver when the scanner meets it)
+    padding = b"x" * (1536 * 1024)
+    body = (
+        b'{"inputs": [{"name": "TEXT", "datatype": "BYTES", "shape": [1], "data": ["'
+        + padding
+        + b'"]}], "parameters": {"deep": '
+        + b"[" * 500_000
+        + b"]" * 500_000
+        + b"}}"
+    )
+    served.s3.put_object(Bucket=BUCKET, Key="requests/deep", Body=body)
+    crashes = served.endpoint.supervisor.crashes
+    client = runtime(served.url)
+    # WHEN each is invoked
+    answers = [
+        client.invoke_endpoint_async(
+            EndpointName=ENDPOINT,
+            InputLocation=f"s3://{BUCKET}/requests/deep",
+            ContentType="application/json",
+        )
+        for _ in range(6)
+    ]
+    # THEN each ends in a failure object naming the limit, and tritonserver never crashed
+    for answer in answers:
+        text = served.wait_for(answer["FailureLocation"])["Body"].read().decode()
+        assert "nests arrays and objects more than 64 levels deep" in text
+        assert f"s3://{BUCKET}/requests/deep" in text
+    assert served.endpoint.supervisor.crashes == crashes
+    content_type = upload_request(
+        served, "requests/after-deep", {"TEXT": np.array([b"ok"], dtype=object)}, "strings"
+    )
+    answer = client.invoke_endpoint_async(
+        EndpointName=ENDPOINT,
+        InputLocation=f"s3://{BUCKET}/requests/after-deep",
+        ContentType=content_type,
+    )
+    stored = served.wait_for(answer["OutputLocation"])
+    decoded = decode_response(stored["Body"].read(), stored["ContentType"])
+    assert decoded.outputs["UPPER"].tolist() == [b"OK"]
+
+
+def test_a_json_header_size_outside_the_input_fails_before_tritonserver_reads_it(
+    served: Served,
+) -> None:
+    served.s3.put_object(Bucket=BUCKET, Key="requests/header-size", Body=b'{"inputs": []}')
+    answer = runtime(served.url).invoke_endpoint_async(
+        EndpointName=ENDPOINT,
+        InputLocation=f"s3://{BUCKET}/requests/header-size",
+        ContentType="application/vnd.sagemaker-triton.binary+json;json-header-size=99999",
+    )
+    text = served.wait_for(answer["FailureLocation"])["Body"].read().decode()
+    assert f"the input s3://{BUCKET}/requests/header-size: json-header-size=99999" in text
+    assert "larger than the request body (14 bytes)" in text
 
 
 def test_manifest_names_the_s3_locations(served: Served) -> None:
@@ -361,6 +496,36 @@ def test_the_lane_takes_20_megabytes_and_real_time_keeps_1_megabyte(
         assert not any("async lane" in r.getMessage() for r in caplog.records)
 
 
+def test_queued_requests_wait_for_a_tritonserver_restart_and_all_answer(served: Served) -> None:
+    # GIVEN six requests of 1.5 s each, two running (max_concurrent=2) and four queued
+    content_type = upload_request(
+        served, "requests/restart", {"SECONDS": np.array([1.5], dtype=np.float32)}, "sleepy"
+    )
+    client = runtime(served.url)
+    supervisor = served.endpoint.supervisor
+    crashes = supervisor.crashes
+    answers = [
+        client.invoke_endpoint_async(
+            EndpointName=ENDPOINT,
+            InputLocation=f"s3://{BUCKET}/requests/restart",
+            ContentType=content_type,
+        )
+        for _ in range(6)
+    ]
+    time.sleep(0.7)
+    # WHEN tritonserver dies mid-queue (the supervisor restarts it)
+    assert supervisor.pid is not None
+    os.kill(supervisor.pid, signal.SIGKILL)
+    # THEN every request ends in its output: the two that ran again, the rest after waiting
+    for answer in answers:
+        stored = served.wait_for(answer["OutputLocation"], timeout=120)
+        decoded = decode_response(stored["Body"].read(), stored["ContentType"])
+        assert decoded.outputs["SLEPT"].tolist() == [1.5]
+    failures = served.keys(served.locations.bucket_and_prefix(served.locations.failure_prefix)[1])
+    assert not [key for key in failures if any(a["InferenceId"] in key for a in answers)]
+    assert supervisor.crashes == crashes + 1
+
+
 # --- `deploy serve --hosting async` ------------------------------------------------------
 
 
@@ -373,6 +538,19 @@ def test_the_lane_takes_20_megabytes_and_real_time_keeps_1_megabyte(
         (["--hosting", "async", "--async-output", "/tmp/x"], 1, "is not an s3://BUCKET/PREFIX/"),
         (["--hosting", "async", "--async-output", "s3://b/", "--max-loaded-models", "2"], 2, ""),
         (["--hosting", "nonsense"], 2, "this version serves"),
+        (["--async-input", "s3://b/requests/"], 2, "--async-input"),
+        (["--async-max-queued", "5"], 2, "--async-max-queued"),
+        (
+            ["--hosting", "async", "--async-output", "s3://b/", "--async-input", "/tmp/x"],
+            1,
+            "is not an s3://BUCKET/PREFIX/",
+        ),
+        (
+            ["--hosting", "async", "--async-output", "s3://b/", "--async-input", "s3://b/a/../"],
+            1,
+            "is not an s3://BUCKET/PREFIX/",
+        ),
+        (["--hosting", "async", "--async-output", "s3://b/", "--async-max-queued", "0"], 2, ""),
     ],
 )
 def test_serve_refuses_flags_that_do_not_fit(
@@ -478,3 +656,156 @@ def test_the_readme_snippet_runs_as_printed(
     monkeypatch.setenv("DEPLOY_ENDPOINT_URL", served.url)
     exec(compile(code, "README.md (async-sdk)", "exec"), {})
     assert capsys.readouterr().out.strip() == "[8000000] [8000000]"
+
+
+@contextlib.contextmanager
+def serve_async(
+    moto_server: str, tmp_path: Path, bucket: str, *arguments: str
+) -> Iterator[tuple[subprocess.Popen[bytes], str, Any]]:
+    """`deploy serve --hosting async` of the sleepy model, S3 at `s3://bucket/jobs/`;
+    yields the process, its URL and an S3 client. The caller stops it."""
+    from deploy.local.state import read_state
+
+    repository = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "sleepy", repository / "sleepy")
+    environment = {
+        **os.environ,
+        "AWS_ENDPOINT_URL": moto_server,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=moto_server,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    s3.create_bucket(Bucket=bucket)
+    state_dir = tmp_path / "state"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "deploy",
+            "serve",
+            str(repository),
+            "--hosting",
+            "async",
+            "--async-output",
+            f"s3://{bucket}/jobs/",
+            "--async-max-concurrent",
+            "1",
+            "--port",
+            "0",
+            "--endpoint-name",
+            bucket,
+            "--state-dir",
+            str(state_dir),
+            *arguments,
+        ],
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        state = None
+        while state is None and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.5)
+            state = read_state(bucket, state_dir)
+        assert state is not None, process.stdout.read().decode() if process.stdout else ""
+        yield process, state.url, s3
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate()  # closes its output pipe
+
+
+def _sleepy_requests(s3: Any, bucket: str, url: str, count: int) -> list[dict[str, Any]]:
+    request = encode(
+        {"SECONDS": np.array([5.0], dtype=np.float32)}, parameters={"target_model": "sleepy"}
+    )
+    s3.put_object(Bucket=bucket, Key="jobs/input/sleep", Body=request.body)
+    # No retries: a 503 is what the test looks for.
+    client = boto3.client(
+        "sagemaker-runtime",
+        endpoint_url=url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(retries={"total_max_attempts": 1}),
+    )
+    return [
+        client.invoke_endpoint_async(
+            EndpointName=bucket,
+            InputLocation=f"s3://{bucket}/jobs/input/sleep",
+            ContentType=request.content_type,
+        )
+        for _ in range(count)
+    ]
+
+
+def test_sigterm_answers_every_accepted_request_with_an_output_or_failure(
+    moto_server: str, tmp_path: Path
+) -> None:
+    bucket = "serve-async-sigterm"
+    with serve_async(moto_server, tmp_path, bucket) as (process, url, s3):
+        # GIVEN three accepted requests of 5 s: one running, two queued
+        answers = _sleepy_requests(s3, bucket, url, 3)
+        time.sleep(1.0)
+        # WHEN `deploy serve` gets SIGTERM
+        process.send_signal(signal.SIGTERM)
+        output = process.communicate(timeout=90)[0].decode()
+    assert process.returncode == 0, output
+    # THEN each has a failure object saying the endpoint stopped (or its output)
+    texts = []
+    for answer in answers:
+        keys = [answer["OutputLocation"], answer["FailureLocation"]]
+        found = [key for key in keys if _exists(s3, key)]
+        assert found, f"{answer['InferenceId']}: no output or failure object; log:\n{output}"
+        if found == [answer["FailureLocation"]]:
+            texts.append(_read(s3, answer["FailureLocation"]))
+    assert texts, "the requests were still queued: they cannot all have answered"
+    assert all(f"the endpoint {bucket} stopped" in text for text in texts)
+    assert all(f"s3://{bucket}/jobs/input/sleep" in text for text in texts)
+
+
+def test_a_full_queue_answers_service_unavailable(moto_server: str, tmp_path: Path) -> None:
+    from botocore.exceptions import ClientError
+
+    bucket = "serve-async-queue"
+    with serve_async(moto_server, tmp_path, bucket, "--async-max-queued", "3") as (
+        process,
+        url,
+        s3,
+    ):
+        # GIVEN a queue bound of 3, filled
+        accepted = _sleepy_requests(s3, bucket, url, 3)
+        # WHEN one more request comes
+        with pytest.raises(ClientError) as raised:
+            _sleepy_requests(s3, bucket, url, 1)
+        process.send_signal(signal.SIGINT)
+        output = process.communicate(timeout=90)[0].decode()
+    # THEN boto3 raises the error InvokeEndpointAsync defines for it
+    error = raised.value.response
+    assert error["Error"]["Code"] == "ServiceUnavailable", error
+    assert error["ResponseMetadata"]["HTTPStatusCode"] == 503
+    assert "3 requests queued or running" in error["Error"]["Message"]
+    assert "--async-max-queued" in error["Error"]["Message"]
+    assert process.returncode == 0, output
+    assert all(
+        _exists(s3, a["FailureLocation"]) or _exists(s3, a["OutputLocation"]) for a in accepted
+    )
+
+
+def _exists(s3: Any, url: str) -> bool:
+    bucket, _, key = url.removeprefix("s3://").partition("/")
+    listed = s3.list_objects_v2(Bucket=bucket, Prefix=key)
+    return any(item["Key"] == key for item in listed.get("Contents", []))
+
+
+def _read(s3: Any, url: str) -> str:
+    bucket, _, key = url.removeprefix("s3://").partition("/")
+    return str(s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode())

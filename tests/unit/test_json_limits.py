@@ -3,13 +3,20 @@ bytes of a request it parses as JSON."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deploy.local.json_limits import BINARY_JSON, deeper_than, json_header_size, json_problem
+from deploy.local.json_limits import (
+    BINARY_JSON,
+    JsonScanner,
+    deeper_than,
+    json_header_size,
+    json_problem,
+)
 
 scalars = st.one_of(
     st.none(),
@@ -78,6 +85,7 @@ def test_which_bytes_triton_parses_as_json() -> None:
         json_header_size(BINARY_JSON + b"11", 10)
     )
     assert "not a whole number" in str(json_header_size(BINARY_JSON + b"-1", 10))
+    assert "not a whole number" in str(json_header_size(BINARY_JSON + b"9" * 5000, 10))
 
 
 def test_binary_tensor_bytes_are_not_json() -> None:
@@ -90,3 +98,51 @@ def test_binary_tensor_bytes_are_not_json() -> None:
     parts = [body[:5], body[5:9], body[9:]]
     assert json_problem(content_type, parts, len(body)) is None
     assert "more than 64 levels" in str(json_problem(None, parts, len(body)))
+
+
+def _fed(text: bytes, cuts: list[int], limit: int) -> bool:
+    """Whether a scanner fed `text` in pieces cut at `cuts` refuses it."""
+    scanner = JsonScanner(len(text), limit)
+    edges = sorted({0, len(text), *(c % (len(text) + 1) for c in cuts)})
+    for start, end in itertools.pairwise(edges):
+        scanner.feed(text[start:end])
+    return scanner.problem is not None
+
+
+@settings(max_examples=400, deadline=None)
+@given(documents, st.integers(0, 40), st.integers(0, 12), st.lists(st.integers(0, 10**6)))
+def test_chunks_cut_anywhere_are_judged_as_the_whole(
+    document: Any, extra: int, limit: int, cuts: list[int]
+) -> None:
+    # Cuts fall inside strings, between a backslash and what it escapes, between brackets.
+    value = nest(document, extra)
+    text = json.dumps(value).encode()
+    assert _fed(text, cuts, limit) == (depth(value) > limit)
+
+
+def test_the_attack_is_found_in_a_stream_before_its_end() -> None:
+    scanner = JsonScanner(2_000_000)
+    chunks = [b'{"inputs": [{"data": ' + b"[" * 65536, b"[" * 65536, b"]" * 65536]
+    assert scanner.feed(chunks[0]) is not None
+    assert "more than 64 levels" in str(scanner.problem)
+    assert scanner.feed(chunks[1]) == scanner.problem  # stays refused
+
+
+def test_an_escaped_quote_cut_between_chunks_does_not_close_the_string() -> None:
+    # '"\\"' + brackets inside the string: cut after the backslash.
+    text = b'["a\\"' + b"[" * 100 + b'"]'
+    assert not deeper_than(text, 2)
+    assert not _fed(text, [4], 2)
+    assert not _fed(text, [3, 4, 5], 2)
+
+
+def test_a_stream_scans_only_the_declared_json_header() -> None:
+    header = b'{"inputs": []}'
+    body = header + b"[" * 1000
+    content_type = BINARY_JSON + str(len(header)).encode()
+    scanner = JsonScanner.for_body(content_type, len(body))
+    assert scanner.problem is None
+    assert all(scanner.feed(body[i : i + 3]) is None for i in range(0, len(body), 3))
+    assert scanner.remaining == 0
+    refused = JsonScanner.for_body(BINARY_JSON + b"99", 10)
+    assert "larger than the request body" in str(refused.feed(b"0123456789"))
