@@ -63,3 +63,65 @@ def test_front_door_bench_quick_reports_the_handler_against_its_baselines() -> N
         "first_call_setup_ms",
         "baseline_import_boto3_ms",
     )
+
+
+def test_package_bench_quick_reports_deploy_package_against_tar_and_copy() -> None:
+    report = run_quick("package.py")
+
+    assert report["repository"]["models"] == 8 and report["archive_bytes"] > 0
+    positive(
+        report["seconds"],
+        "deploy_package_s",
+        "plain_copy_s",
+        "read_write_copy_s",
+        "gnu_tar_czf_s",
+        "python_tarfile_gz_s",
+        "noop_rerun_s",
+        "noop_rerun_cli_s",
+    )
+    assert set(report["ratios"]) == {
+        "vs_gnu_tar_czf",
+        "vs_python_tarfile_gz",
+        "vs_plain_copy",
+        "vs_read_write_copy",
+    }
+    assert set(report["met"]) == set(report["targets"])
+
+
+def test_codec_bench_quick_reports_the_sdk_against_tritonclient_and_memcpy() -> None:
+    report = run_quick("codec.py", "--skip-endpoint")
+
+    assert report["benchmark"] == "codec"
+    cases = [case["case"] for case in report["codec"]]
+    assert any(c.startswith("FP32") for c in cases) and any(c.startswith("BYTES") for c in cases)
+    for case in report["codec"]:
+        positive(case["seconds"], "sdk", "tritonclient", "memcpy")
+        positive(case, "speedup_vs_tritonclient", "ratio_to_memcpy")
+    assert report["targets"]["fp32_ge_1mb_min_speedup_vs_tritonclient"] > 0
+    assert report["endpoint_overhead"] == {"measured": False, "why": "--skip-endpoint"}
+
+
+def test_client_bench_quick_reports_every_path_against_raw_http() -> None:
+    report = run_quick("client.py")
+
+    assert report["benchmark"] == "client" and report["rounds"] == 1
+    assert set(report["bodies"]) == {"small", "0.6MB", "4.8MB"}
+    for body in report["bodies"].values():
+        positive(body["cpu_ms_per_call"], "raw_http", "sdk", "sdk_transport", "boto3")
+        assert body["ratios"], body
+    assert report["targets"] and all(isinstance(v, bool) for v in report["targets"].values())
+
+
+@pytest.mark.slow
+def test_load_generator_bench_quick_reports_deploy_bench_against_raw_http() -> None:
+    report = run_quick("load_generator.py")
+
+    assert report["benchmark"] == "load_generator"
+    assert set(report["bodies"]) == {"small", "1MB"}
+    for body in report["bodies"].values():
+        for path in ("raw_http", "deploy_bench"):
+            assert set(body[path]) == {"c1", "c8", "c32"}
+            for step in body[path].values():
+                assert step["errors"] == 0, step
+                positive(step, "req_per_s", "client_cpu_ms_per_request")
+        positive(body["deploy_bench_vs_raw_client_cpu"], "c1", "c8", "c32")
