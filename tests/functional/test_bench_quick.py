@@ -125,3 +125,25 @@ def test_load_generator_bench_quick_reports_deploy_bench_against_raw_http() -> N
                 assert step["errors"] == 0, step
                 positive(step, "req_per_s", "client_cpu_ms_per_request")
         positive(body["deploy_bench_vs_raw_client_cpu"], "c1", "c8", "c32")
+
+
+@pytest.mark.slow
+@pytest.mark.moto
+def test_lifecycle_bench_quick_reports_uploads_and_incremental_up_runs() -> None:
+    report = run_quick("lifecycle.py", timeout=300)
+
+    upload = report["upload"]
+    positive(
+        upload,
+        "deploy_uploader_s",
+        "baseline_boto3_upload_file_s",
+        "baseline_boto3_upload_file_sha256_s",
+        "ratio_vs_boto3",
+        "resume_after_half_s",
+        "resume_parts_reused",
+    )
+    up = report["up"]
+    assert (up["first_up_uploads"], up["rerun_unchanged_uploads"]) == (up["models"], 0)
+    assert up["one_model_changed_uploads"] == 1
+    assert up["one_model_changed_infra_action"] == "none"
+    positive(up, "first_up_s", "rerun_unchanged_s", "one_model_changed_s")
