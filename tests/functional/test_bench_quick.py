@@ -147,3 +147,82 @@ def test_lifecycle_bench_quick_reports_uploads_and_incremental_up_runs() -> None
     assert up["one_model_changed_uploads"] == 1
     assert up["one_model_changed_infra_action"] == "none"
     positive(up, "first_up_s", "rerun_unchanged_s", "one_model_changed_s")
+
+
+# -- benchmarks that start tritonserver (tens of seconds each on a small machine) ----
+
+
+@pytest.mark.slow
+@pytest.mark.triton
+def test_codec_bench_quick_measures_the_endpoint_overhead_against_bare_boto3() -> None:
+    report = run_quick("codec.py", "--calls", "20", timeout=300)
+
+    overhead = report["endpoint_overhead"]
+    assert overhead["measured"] is True, overhead
+    assert overhead["calls"] == 20
+    positive(overhead, "bare_boto3_invoke_endpoint_ms", "endpoint_infer_ms", "overhead_ratio")
+
+
+@pytest.mark.slow
+@pytest.mark.triton
+def test_local_endpoint_bench_quick_reports_every_part_against_its_baseline() -> None:
+    report = run_quick("local_endpoint.py", "--seconds", "0.5", "--model-mb", "20", timeout=400)
+
+    assert report["benchmark"] == "local_endpoint"
+    assert {"throughput", "cold_load", "large_body", "targets"} <= set(report), list(report)
+    for level in ("c1", "c8"):
+        for path in ("front_end", "direct"):  # the direct path is the baseline
+            run = report["throughput"][level][path]
+            assert run["requests"] > 0 and run["errors"] == 0, (level, path, run)
+    positive(report["throughput"]["c8"], "front_end_vs_direct_throughput")
+    for variant in report["cold_load"].values():
+        positive(variant, "cold_vs_extract")
+
+
+@pytest.mark.slow
+@pytest.mark.triton
+def test_soak_bench_quick_answers_every_call_with_and_without_a_model_limit() -> None:
+    report = run_quick("soak_local_endpoint.py", timeout=400)
+
+    for run in (report["max_loaded_models_1"], report["baseline_no_model_limit"]):
+        assert run["calls"] > 0 and run["final_status"] == {"200": run["calls"]}, run
+        assert run["hung_clients"] == 0 and run["errors_5xx"] == 0
+    assert all(report["targets"].values()), report["targets"]
+
+
+@pytest.mark.slow
+@pytest.mark.triton
+def test_adapter_batching_bench_quick_reports_the_endpoint_against_raw_torch() -> None:
+    report = run_quick("adapter_batching.py", timeout=300)
+
+    assert set(report["endpoint_median"]) == {"mlp_batched", "mlp_alone"}
+    for model in report["endpoint_median"].values():
+        positive(model, "rows_per_s", "mean_rows_per_model_call")
+    assert report["endpoint_median"]["mlp_alone"]["mean_rows_per_model_call"] == 1.0
+    positive(report["raw_torch_baseline_rows_per_s_median"], "batch_1", "batch_4")
+    positive(report["ratio_to_raw_torch_batch_1"], "mlp_batched", "mlp_alone")
+
+
+@pytest.mark.slow
+@pytest.mark.triton
+def test_neuron_batching_bench_quick_reports_concat_against_per_request() -> None:
+    report = run_quick("neuron_batching.py", timeout=300)
+
+    assert set(report["results"]) == {"c1", "c8"}
+    for level in report["results"].values():
+        for model in ("concat", "per_request"):
+            positive(level[model], "rps", "requests")
+        positive(level, "concat_vs_baseline_rps")
+
+
+@pytest.mark.slow
+@pytest.mark.triton
+@pytest.mark.moto
+def test_async_round_trip_bench_quick_reports_the_sdk_against_s3_direct() -> None:
+    report = run_quick("async_round_trip.py", timeout=300)
+
+    assert report["rounds"] == 1 and report["request_bytes"] > 4_000_000
+    positive(report["median_seconds"], "sdk_round_trip", "s3_direct")
+    positive(report, "round_trip_over_s3_direct")
+    assert report["endpoint"]["failed"] == 0 and report["endpoint"]["completed"] >= 1
+    assert report["objects_left_in_the_bucket"] == 0
