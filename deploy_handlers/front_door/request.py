@@ -62,7 +62,11 @@ class InferRequest:
 def body_text(event: dict[str, Any]) -> str | bytes:
     """The event's body as JSON text, after its content type and base64 are checked."""
     headers = event.get("headers")
-    content_type = headers.get("content-type") if isinstance(headers, dict) else None
+    content_type = None
+    if isinstance(headers, dict):  # API Gateway lowercases names; a direct invoke may not
+        content_type = next(
+            (value for key, value in headers.items() if str(key).lower() == "content-type"), None
+        )
     if content_type is not None:
         media_type = str(content_type).split(";", 1)[0].strip().lower()
         if media_type not in JSON_MEDIA_TYPES:

@@ -687,6 +687,12 @@ def stubbed_runtime() -> Iterator[Any]:
             id="binary-protocol",
         ),
         pytest.param(
+            {**infer_event(_with()), "headers": {"Content-Type": "text/plain"}},
+            415,
+            "content-type 'text/plain'",
+            id="header-name-case",
+        ),
+        pytest.param(
             infer_event(_with(inputs=[{**GOOD["inputs"][0], "data": [0.0] * 1_000_000}])),
             400,
             "holds 4 elements, data has 1000000",
