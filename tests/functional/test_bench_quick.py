@@ -101,6 +101,7 @@ def test_codec_bench_quick_reports_the_sdk_against_tritonclient_and_memcpy() -> 
     assert report["endpoint_overhead"] == {"measured": False, "why": "--skip-endpoint"}
 
 
+@pytest.mark.slow
 def test_client_bench_quick_reports_every_path_against_raw_http() -> None:
     report = run_quick("client.py")
 
