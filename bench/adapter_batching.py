@@ -21,7 +21,10 @@ The model reports the batch size of the call that computed each row, so
 rows per call is read from the answers, not estimated. Client, front end
 and tritonserver share this machine's cores.
 
-    python bench/adapter_batching.py [--seconds S] [--concurrency C] [--rounds R]
+`--quick` is a smoke run that checks only that the benchmark works
+(tests/functional/test_bench_quick.py runs it).
+
+    python bench/adapter_batching.py [--seconds S] [--concurrency C] [--rounds R] [--quick]
 """
 
 from __future__ import annotations
@@ -159,7 +162,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="one 0.5 s round (a smoke run)")
     args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.concurrency, args.rounds = 0.5, 4, 1
     raw_names = ("batch_1", f"batch_{args.concurrency}")
     runs: dict[str, list[dict[str, Any]]] = {"mlp_batched": [], "mlp_alone": []}
     raw: dict[str, list[float]] = {name: [] for name in raw_names}

@@ -17,7 +17,10 @@ rounds of:
 Also reported: the model's own time on the bytes (`reference()` in this
 process) and the endpoint's time per request from its listing.
 
-    python bench/async_round_trip.py [--megabytes 200] [--rounds 3]
+`--quick` is a smoke run that checks only that the benchmark works
+(tests/functional/test_bench_quick.py runs it).
+
+    python bench/async_round_trip.py [--megabytes 200] [--rounds 3] [--quick]
 """
 
 from __future__ import annotations
@@ -71,7 +74,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--megabytes", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="4 MB, one round (a smoke run)")
     args = parser.parse_args()
+    if args.quick:
+        args.megabytes, args.rounds = 4, 1
 
     import boto3
     from boto3.s3.transfer import TransferConfig

@@ -31,6 +31,9 @@ Targets: `sdk` (and `sdk_transport`) within 1.5x of `raw_http`; `sdk` no
 slower than `sdk_boto3` nor than `boto3`; signed, `sdk_sigv4` no slower than
 `sdk_boto3_sigv4`.
 
+`--quick` (one round of at least 5 calls per path) finishes in seconds and
+checks only that the benchmark runs (tests/functional/test_bench_quick.py).
+
     python bench/client.py [--quick] [--seconds S] [--rounds N]
 """
 
@@ -194,12 +197,12 @@ def targets(ratio: dict[str, float]) -> dict[str, bool]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="short rounds")
+    parser.add_argument("--quick", action="store_true", help="one short round (a smoke run)")
     parser.add_argument("--seconds", type=float, default=None)
     parser.add_argument("--rounds", type=int, default=None)
     args = parser.parse_args()
-    seconds = args.seconds or (0.3 if args.quick else 1.0)
-    rounds = args.rounds or (2 if args.quick else 5)
+    seconds = args.seconds or (0.02 if args.quick else 1.0)
+    rounds = args.rounds or (1 if args.quick else 5)
     unsigned_environment()
     process, port = start_noop()
     url = f"http://127.0.0.1:{port}"

@@ -2,20 +2,24 @@
 
 Prints one JSON document. In this same run:
 
-- `request_1mb`: `FrontDoor.handle` on an API Gateway event whose v2 JSON
+- `request`: `FrontDoor.handle` on an API Gateway event whose v2 JSON
   body carries 1 MB of FP32 (262,144 values), with a runtime client that
   answers at once with a binary response of the same size: everything the
-  handler does (JSON parse, binary encode, binary decode, JSON answer).
-  Baselines: `json.loads` of the request plus `json.dumps` of the answer
-  (the least any JSON front door pays), and the SDK's binary encode +
-  decode of the same tensor (what a client speaking binary pays).
+  handler does (JSON parse, checks, binary encode, binary decode, JSON
+  answer). The model is looked up in a manifest the handler's own
+  `ManifestCache` parsed, as in the Lambda. Baselines: `json.loads` of the
+  request plus `json.dumps` of the answer (the least any JSON front door
+  pays), and the SDK's binary encode + decode of the same tensor (what a
+  client speaking binary pays).
 - `cold_start`: fresh interpreters timing `import deploy_handlers.front_door.app`
   (the handler module, standard library only) and the handler's first-call
   set-up (`import boto3` and its three clients, no network), against an
   empty interpreter start and `import boto3` alone. Lambda adds its own
   runtime start on top.
 
-Medians over the repetitions.
+Medians over the repetitions. `--quick` (4,096 values, 3 repetitions, one
+fresh interpreter each) finishes in seconds: the test suite runs it
+(tests/functional/test_bench_quick.py) so that the benchmark keeps working.
 
     python bench/front_door.py [--quick]
 """
@@ -44,8 +48,22 @@ sys.path.insert(0, str(ROOT))
 from deploy.client import decode, encode  # noqa: E402
 from deploy.client._codec import encode_input, encode_response  # noqa: E402
 from deploy_handlers.front_door.app import FrontDoor  # noqa: E402
+from deploy_handlers.front_door.manifest import ManifestCache  # noqa: E402
 
 VALUES = 262_144  # 1 MB of FP32
+QUICK_VALUES = 4_096
+MANIFEST = {
+    "format": 1,
+    "hosting": "multi-model",
+    "models": {
+        "m": {
+            "target_model": "m-0.tar.gz",
+            "max_batch_size": 0,
+            "inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1, -1]}],
+            "outputs": [{"name": "OUTPUT0", "datatype": "FP32", "shape": [1, -1]}],
+        }
+    },
+}
 
 
 class _Runtime:
@@ -58,9 +76,11 @@ class _Runtime:
         return {"Body": io.BytesIO(self.body), "ContentType": self.content_type}
 
 
-class _Manifest:
-    def model(self, name: str) -> dict[str, Any] | None:
-        return {"target_model": f"{name}-0.tar.gz", "max_batch_size": 0}
+class _Store:
+    """s3 stand-in holding the model store's manifest.json (read once, then cached)."""
+
+    def get_object(self, **_: Any) -> dict[str, Any]:
+        return {"Body": io.BytesIO(json.dumps(MANIFEST).encode())}
 
 
 def median_ms(call: Callable[[], Any], repeat: int) -> float:
@@ -73,11 +93,11 @@ def median_ms(call: Callable[[], Any], repeat: int) -> float:
     return round(statistics.median(samples) * 1000, 3)
 
 
-def request_1mb(repeat: int) -> dict[str, Any]:
-    values = np.random.default_rng(0).random(VALUES, dtype=np.float32)
+def request(count: int, repeat: int) -> dict[str, Any]:
+    values = np.random.default_rng(0).random(count, dtype=np.float32)
     document = {
         "inputs": [
-            {"name": "INPUT0", "datatype": "FP32", "shape": [1, VALUES], "data": values.tolist()}
+            {"name": "INPUT0", "datatype": "FP32", "shape": [1, count], "data": values.tolist()}
         ]
     }
     text = json.dumps(document)
@@ -88,29 +108,33 @@ def request_1mb(repeat: int) -> dict[str, Any]:
         "isBase64Encoded": False,
         "requestContext": {"requestId": "bench"},
     }
-    answer = encode_response([encode_input("OUTPUT0", values.reshape(1, VALUES))])
+    answer = encode_response([encode_input("OUTPUT0", values.reshape(1, count))])
     door = FrontDoor(
         runtime=_Runtime(answer.body, answer.content_type),
         sagemaker=None,
-        manifest=_Manifest(),  # type: ignore[arg-type]
+        manifest=ManifestCache(_Store(), "bench-store", "manifest.json"),
         endpoint_name="bench",
     )
     reply = door.handle(event)
-    assert reply["statusCode"] == 200, reply["body"][:300]
+    if reply["statusCode"] != 200:
+        sys.exit(f"the front door answered {reply['statusCode']}: {reply['body'][:300]}")
     answer_document = json.loads(reply["body"])
+    if answer_document["outputs"][0]["data"] != values.tolist():
+        sys.exit("the front door's answer does not hold the endpoint's output")
 
     def json_only() -> None:
         json.loads(text)
         json.dumps(answer_document, separators=(",", ":"))
 
     def binary_client() -> None:
-        request = encode({"INPUT0": values.reshape(1, VALUES)})
+        request = encode({"INPUT0": values.reshape(1, count)})
         decode(answer.body, answer.content_type)
         del request
 
     handle_ms = median_ms(lambda: door.handle(event), repeat)
     json_ms = median_ms(json_only, repeat)
     return {
+        "fp32_values": count,
         "request_json_bytes": len(text),
         "answer_json_bytes": len(reply["body"]),
         "front_door_handle_ms": handle_ms,
@@ -170,14 +194,15 @@ def cold_start(repeat: int) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="a 16 KB request, few repetitions")
     args = parser.parse_args()
     logging.getLogger("front_door").setLevel(logging.WARNING)  # one line per request otherwise
     report = {
         "benchmark": "front_door",
+        "quick": args.quick,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "request_1mb": request_1mb(5 if args.quick else 21),
-        "cold_start": cold_start(3 if args.quick else 7),
+        "request": request(QUICK_VALUES, 3) if args.quick else request(VALUES, 21),
+        "cold_start": cold_start(1 if args.quick else 7),
     }
     print(json.dumps(report, indent=2))
 

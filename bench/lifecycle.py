@@ -9,7 +9,10 @@ archive), a re-run with nothing changed, a re-run with one model changed.
 Targets: uploader >= 0.8x boto3's throughput; a one-model re-run <= 1/3 of
 the first run and no stack update.
 
-    python bench/lifecycle.py [--mb 64]
+`--quick` (16 MiB, one round, two small models) checks only that the
+benchmark runs (tests/functional/test_bench_quick.py runs it).
+
+    python bench/lifecycle.py [--mb 64] [--quick]
 """
 
 from __future__ import annotations
@@ -42,7 +45,6 @@ from deploy.lifecycle.progress import SilentReporter  # noqa: E402
 from deploy.lifecycle.up import UpOptions, up  # noqa: E402
 
 PART = 8 * 1024 * 1024
-ROUNDS = 3
 
 
 def start_moto() -> Any:
@@ -71,7 +73,7 @@ def timed(action: Any) -> tuple[float, Any]:
     return time.perf_counter() - started, result
 
 
-def bench_upload(work: Path, mb: int) -> dict[str, Any]:
+def bench_upload(work: Path, mb: int, rounds: int) -> dict[str, Any]:
     data = os.urandom(mb * 1024 * 1024)
     path = work / "archive.tar.gz"
     path.write_bytes(data)
@@ -97,7 +99,7 @@ def bench_upload(work: Path, mb: int) -> dict[str, Any]:
     }
     store.put_bytes("warmup", b"x", content_type="text/plain")  # connections, bucket
     times: dict[str, list[float]] = {name: [] for name in methods}
-    for round_ in range(ROUNDS):  # interleaved: a shared machine drifts
+    for round_ in range(rounds):  # interleaved: a shared machine drifts
         for name, method in methods.items():
             times[name].append(timed(lambda m=method, n=round_: m(n))[0])
     ours, plain, checked = (statistics.median(times[name]) for name in methods)
@@ -118,7 +120,7 @@ def bench_upload(work: Path, mb: int) -> dict[str, Any]:
     mib = len(data) / 2**20
     return {
         "mib": mib,
-        "rounds": ROUNDS,
+        "rounds": rounds,
         "median_of_rounds": True,
         "deploy_uploader_s": round(ours, 3),
         "deploy_uploader_mib_s": round(mib / ours, 1),
@@ -157,7 +159,7 @@ def write_package(folder: Path, models: dict[str, bytes]) -> None:
     (folder / "manifest.json").write_text(json.dumps(document))
 
 
-def bench_up(work: Path) -> dict[str, Any]:
+def bench_up(work: Path, count: int, model_bytes: int) -> dict[str, Any]:
     for service, call in (
         (
             "application-autoscaling",
@@ -168,7 +170,7 @@ def bench_up(work: Path) -> dict[str, Any]:
     ):
         call(boto3.client(service))
     package = work / "package"
-    models = {f"model{i}": os.urandom(2 * 1024 * 1024) for i in range(8)}
+    models = {f"model{i}": os.urandom(model_bytes) for i in range(count)}
     write_package(package, models)
     # The benchmark's own stage: the project's deploy.toml stages do not apply here.
     config = work / "deploy.toml"
@@ -195,7 +197,7 @@ def bench_up(work: Path) -> dict[str, Any]:
 
     first_s, first = timed(run)
     again_s, again = timed(run)
-    models["model3"] = os.urandom(2 * 1024 * 1024)
+    models[f"model{count // 2}"] = os.urandom(model_bytes)
     write_package(package, models)
     one_s, one = timed(run)
     return {
@@ -214,13 +216,18 @@ def bench_up(work: Path) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--mb", type=int, default=64)
+    parser.add_argument("--quick", action="store_true", help="16 MiB, one round (a smoke run)")
     args = parser.parse_args()
+    mb, rounds, count, model_bytes = (16, 1, 2, 64 * 1024) if args.quick else (args.mb, 3, 8, 2**21)
     warnings.simplefilter("ignore")  # moto's notes on resource types it skips
     server = start_moto()
     try:
         with tempfile.TemporaryDirectory(prefix="bench-lifecycle-") as tmp:
             work = Path(tmp)
-            result = {"upload": bench_upload(work, args.mb), "up": bench_up(work)}
+            result = {
+                "upload": bench_upload(work, mb, rounds),
+                "up": bench_up(work, count, model_bytes),
+            }
     finally:
         server.stop()
     print(json.dumps(result, indent=2))

@@ -18,6 +18,9 @@ server share a few cores, requests/s is bounded by the sum of their CPU per
 request; the client's share is the number to watch. Bodies: a small request
 (two FP32 [1, 4] tensors) and a 1 MB one.
 
+`--quick` (0.2 s steps) finishes in seconds and checks only that the
+benchmark runs (tests/functional/test_bench_quick.py runs it).
+
     python bench/load_generator.py [--quick] [--seconds S]
 """
 
@@ -52,6 +55,11 @@ from local_endpoint import cpu_seconds, load, self_cpu  # noqa: E402
 
 CONCURRENCY = (1, 8, 32)
 SIZES = {"small": (1, 4), "1MB": (1, 262144)}
+
+
+def warmup(seconds: float) -> float:
+    """Seconds of warm-up before each measured step: 0.5, less for shorter steps."""
+    return min(0.5, seconds)
 
 
 # -- the no-op endpoint (runs in its own process) ----------------------------------------
@@ -129,7 +137,7 @@ def with_deploy_bench(
         endpoint_url=f"http://127.0.0.1:{port}",
         manifest=str(manifest),
     )
-    plan = Plan(tuple(Step(c) for c in CONCURRENCY), duration_s=seconds, warmup_s=0.5)
+    plan = Plan(tuple(Step(c) for c in CONCURRENCY), duration_s=seconds, warmup_s=warmup(seconds))
     report = benchmark(target, inputs, plan, info=None)
     return {
         f"c{step.concurrency}": {
@@ -157,7 +165,7 @@ def with_raw_http(
     request = head.encode() + body
     results = {}
     for concurrency in CONCURRENCY:
-        load(port, request, concurrency, 0.5)
+        load(port, request, concurrency, warmup(seconds))
         before = (self_cpu(), cpu_seconds(server))
         run = load(port, request, concurrency, seconds)
         after = (self_cpu(), cpu_seconds(server))
@@ -178,10 +186,10 @@ def main() -> None:
         serve_noop(int(sys.argv[2]))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="1 s per step")
+    parser.add_argument("--quick", action="store_true", help="0.2 s per step (a smoke run)")
     parser.add_argument("--seconds", type=float, default=None)
     args = parser.parse_args()
-    seconds = args.seconds or (1.0 if args.quick else 3.0)
+    seconds = args.seconds or (0.2 if args.quick else 3.0)
     process, port = start_noop()
     report: dict[str, Any] = {
         "benchmark": "load_generator",

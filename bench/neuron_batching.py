@@ -13,7 +13,10 @@ alternating between the two models so background load hits both alike.
 On CPU this measures the generated model.py's batching path, not Inferentia:
 on inf1 one forward pass per batch also saves NeuronCore round trips.
 
-    python bench/neuron_batching.py [--seconds S]
+`--quick` is a smoke run that checks only that the benchmark works
+(tests/functional/test_bench_quick.py runs it).
+
+    python bench/neuron_batching.py [--seconds S] [--rounds R] [--quick]
 """
 
 from __future__ import annotations
@@ -103,7 +106,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=4.0, help="per round")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--quick", action="store_true", help="one 0.5 s round (a smoke run)")
     args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.rounds = 0.5, 1
     with tempfile.TemporaryDirectory(prefix="bench-neuron-") as scratch:
         repository = _repository(Path(scratch))
         endpoint = SingleModelEndpoint(

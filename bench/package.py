@@ -8,7 +8,10 @@ through user space is reported too). Every method reads the same
 Then the no-op re-run, in process and through the CLI. Targets: >= 5x GNU
 tar, >= 0.5x the plain copy, no-op <= 0.2 s.
 
-    python bench/package.py [--gb 1.0] [--repeat 3] [--keep]
+`--quick` (8 MB, one round) finishes in seconds and checks only that the
+benchmark runs (tests/functional/test_bench_quick.py runs it).
+
+    python bench/package.py [--gb 1.0] [--repeat 3] [--keep] [--quick]
 """
 
 from __future__ import annotations
@@ -83,7 +86,10 @@ def main() -> None:
     parser.add_argument("--gb", type=float, default=1.0)
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     parser.add_argument("--repeat", type=int, default=3, help="rounds of copy and package")
+    parser.add_argument("--quick", action="store_true", help="8 MB, one round (a smoke run)")
     args = parser.parse_args()
+    if args.quick:
+        args.gb, args.repeat = 0.008, 1
     work = Path(tempfile.mkdtemp(prefix="bench-package-", dir=os.environ.get("BENCH_DIR")))
     try:
         repo = work / "repo"

@@ -14,7 +14,11 @@ Target: every call answered 200, none over 30 s, no 5xx and no 424.
 Baseline, measured in the same run: the same clients with no model limit
 (every model stays loaded, no eviction).
 
+`--quick` is a smoke run that checks only that the benchmark works
+(tests/functional/test_bench_quick.py runs it).
+
     python bench/soak_local_endpoint.py [--clients N] [--seconds S] [--baseline-seconds S]
+    python bench/soak_local_endpoint.py --quick
 """
 
 from __future__ import annotations
@@ -272,7 +276,10 @@ def main() -> None:
     parser.add_argument(
         "--baseline-seconds", type=float, default=30.0, help="0: skip the baseline run"
     )
+    parser.add_argument("--quick", action="store_true", help="2 clients, 3 s (a smoke run)")
     args = parser.parse_args()
+    if args.quick:
+        args.clients, args.seconds, args.baseline_seconds = 2, 3.0, 2.0
 
     from deploy.packaging import package_repository
 

@@ -8,7 +8,6 @@ Triton's binary protocol and comes back as KServe v2 JSON.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import os
@@ -16,10 +15,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .binary import TensorError, decode_response, encode_request
+from .binary import decode_response, encode_request
 from .logs import get_logger
 from .manifest import ManifestCache, ManifestError
 from .manifest_format import TensorSpec
+from .request import RequestError, body_text, parse_body
 
 log = get_logger()
 JSON_HEADERS = {"content-type": "application/json"}
@@ -56,13 +56,19 @@ class FrontDoor:
 
     def handle(self, event: dict[str, Any]) -> dict[str, Any]:
         started = time.perf_counter()
-        route = event.get("routeKey", "")
-        model = (event.get("pathParameters") or {}).get("model", "")
+        route = str(event.get("routeKey", ""))
+        path = event.get("pathParameters")
+        model = str(path.get("model", "")) if isinstance(path, dict) else ""
         try:
             response = self._route(route, model, event)
+        except RequestError as exc:
+            response = _error(exc.status, str(exc))
         except ManifestError as exc:
             log.error("manifest unavailable", extra={"route": route, "error": str(exc)})
             response = _error(503, "the model store's manifest cannot be read")
+        except Exception:  # a bug of ours: answer, and log it whole (never a bare 500)
+            log.exception("unexpected error", extra={"route": route, "model": model or None})
+            response = _error(500, "the front door failed on this request; see its logs")
         log.info(
             "request",
             extra={
@@ -81,7 +87,7 @@ class FrontDoor:
         if route == "GET /v2/models/{model}":
             return self.metadata(model)
         if route == "POST /v2/models/{model}/infer":
-            return self.infer(model, _body(event))
+            return self.infer(model, body_text(event))
         return _error(404, f"no route {route!r}")
 
     def ready(self) -> Response:
@@ -118,17 +124,12 @@ class FrontDoor:
             },
         )
 
-    def infer(self, model: str, body: bytes) -> Response:
+    def infer(self, model: str, body: str | bytes) -> Response:
         entry = self._manifest.model(model)
         if entry is None:
             return _error(404, f"unknown model {model!r}")
-        try:
-            request = json.loads(body)
-            if not isinstance(request, dict):
-                raise TensorError("the request body must be a JSON object")
-            payload, content_type = encode_request(request)
-        except (ValueError, TensorError) as exc:
-            return _error(400, str(exc))
+        # Every RequestError (400/415) is raised here, before the endpoint is called.
+        payload, content_type = encode_request(parse_body(body))
         try:
             result = self._runtime.invoke_endpoint(
                 EndpointName=self._endpoint_name,
@@ -140,18 +141,11 @@ class FrontDoor:
             return _invoke_error(exc)
         try:
             response = decode_response(result["Body"].read(), result.get("ContentType", ""))
-        except (ValueError, KeyError, TypeError) as exc:
+            response["model_name"] = model
+        except Exception as exc:  # whatever the endpoint sent, it is not a v2 response
             log.error("unreadable endpoint response", extra={"model": model, "error": str(exc)})
             return _error(502, f"the endpoint's response could not be read: {exc}")
-        response["model_name"] = model
         return Response(200, response)
-
-
-def _body(event: dict[str, Any]) -> bytes:
-    raw = event.get("body") or ""
-    if event.get("isBase64Encoded"):
-        return base64.b64decode(raw)
-    return raw.encode("utf-8")
 
 
 def _invoke_error(exc: Exception) -> Response:

@@ -17,6 +17,8 @@ import struct
 import sys
 from typing import Any
 
+from .request import RequestError, check_request
+
 BINARY_CONTENT_TYPE = "application/vnd.sagemaker-triton.binary+json"
 HEADER_SIZE_PARAM = "json-header-size"
 
@@ -38,8 +40,8 @@ _FORMATS = {
 DATATYPES = frozenset({*_FORMATS, "BF16", "BYTES"})
 
 
-class TensorError(ValueError):
-    """A request tensor that cannot be encoded (the client's fault: HTTP 400)."""
+class TensorError(RequestError):
+    """A request tensor whose data cannot be encoded (the client's fault: HTTP 400)."""
 
 
 # Element types `array` packs natively (much faster than struct for large tensors).
@@ -64,25 +66,41 @@ _ARRAY_CODES = {
 _SWAP = sys.byteorder != "little"
 
 
-def _flatten(data: Any) -> list[Any]:
-    """Row-major elements of flat or nested list data (a scalar is one element)."""
+def _elements(name: str, shape: list[int], data: Any) -> list[Any]:
+    """Row-major elements of flat or nested list data (a scalar is one element).
+
+    KServe v2 takes a tensor flat or in its natural nesting: nested data must
+    nest exactly as `shape` says, every list at a depth of that dimension's
+    length, so ragged data is refused. One pass over the lists; the elements
+    themselves are checked as they are packed.
+    """
     if not isinstance(data, list):
         return [data]
     if not data or not isinstance(data[0], list):
         return data
-    flat: list[Any] = []
-    for item in data:
-        flat.extend(_flatten(item))
-    return flat
+    level: list[Any] = [data]
+    for depth, extent in enumerate(shape):
+        below: list[Any] = []
+        for item in level:
+            if not isinstance(item, list) or len(item) != extent:
+                found = f"a list of {len(item)}" if isinstance(item, list) else "a scalar"
+                raise TensorError(
+                    f"input {name!r}: data nests unlike shape {shape}: dimension {depth}"
+                    f" needs lists of {extent}, found {found} (send the data flat,"
+                    " row-major, or nested exactly as the shape)"
+                )
+            below.extend(item)
+        level = below
+    return level
 
 
 def encode_tensor(name: str, datatype: str, shape: list[int], data: Any) -> bytes:
-    """Raw bytes of one v2 JSON input (`data` flat or nested, row-major)."""
+    """Raw bytes of one v2 JSON input (`data` flat or nested as `shape`, row-major)."""
     if datatype not in DATATYPES:
         raise TensorError(f"input {name!r}: unknown datatype {datatype!r}")
-    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+    if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
         raise TensorError(f"input {name!r}: shape must be a list of non-negative integers")
-    values = _flatten(data)
+    values = _elements(name, shape, data)
     expected = math.prod(shape)
     if len(values) != expected:
         raise TensorError(
@@ -92,7 +110,7 @@ def encode_tensor(name: str, datatype: str, shape: list[int], data: Any) -> byte
         if datatype == "BYTES":
             return b"".join(_encode_bytes_element(v) for v in values)
         if datatype == "BF16":
-            return b"".join(_bf16(float(v)) for v in values)
+            return b"".join(_bf16(v) for v in values)
         if datatype == "BOOL" and not all(isinstance(v, bool) for v in values):
             raise TensorError(f"input {name!r}: BOOL data must be true/false")
         code = _ARRAY_CODES.get(datatype)
@@ -104,6 +122,8 @@ def encode_tensor(name: str, datatype: str, shape: list[int], data: Any) -> byte
         return packed.tobytes()
     except (struct.error, TypeError, OverflowError) as exc:
         raise TensorError(f"input {name!r}: data does not fit {datatype}: {exc}") from exc
+    except UnicodeEncodeError as exc:  # a lone surrogate escaped into a JSON string
+        raise TensorError(f"input {name!r}: data holds a string that is not Unicode") from exc
 
 
 def _encode_bytes_element(value: Any) -> bytes:
@@ -116,7 +136,10 @@ def _encode_bytes_element(value: Any) -> bytes:
     return struct.pack("<I", len(raw)) + raw
 
 
-def _bf16(value: float) -> bytes:
+def _bf16(element: Any) -> bytes:
+    if not isinstance(element, int | float):  # float() would take "1.5" and "nan"
+        raise TypeError(f"BF16 elements must be numbers, got {type(element).__name__}")
+    value = float(element)
     # Round to nearest even on the upper 16 bits of the float32 pattern.
     (bits,) = struct.unpack("<I", struct.pack("<f", value))
     if math.isnan(value):
@@ -170,38 +193,30 @@ def _decode_bytes(raw: bytes, count: int) -> tuple[list[Any], str | None]:
         return [base64.b64encode(e).decode("ascii") for e in elements], "base64"
 
 
-def encode_request(request: dict[str, Any]) -> tuple[bytes, str]:
-    """A v2 JSON inference request → (binary body, content type)."""
-    inputs = request.get("inputs")
-    if not isinstance(inputs, list) or not inputs:
-        raise TensorError("request needs a non-empty 'inputs' list")
+def encode_request(request: Any) -> tuple[bytes, str]:
+    """A v2 JSON inference request → (binary body, content type); `RequestError` if malformed."""
+    checked = check_request(request)
     header_inputs: list[dict[str, Any]] = []
     chunks: list[bytes] = []
-    for index, tensor in enumerate(inputs):
-        if not isinstance(tensor, dict):
-            raise TensorError(f"inputs[{index}] must be an object")
-        name, datatype, shape = tensor.get("name"), tensor.get("datatype"), tensor.get("shape")
-        if not isinstance(name, str) or not isinstance(datatype, str) or "data" not in tensor:
-            raise TensorError(f"inputs[{index}] needs 'name', 'datatype', 'shape' and 'data'")
-        raw = encode_tensor(name, datatype, shape, tensor["data"])  # type: ignore[arg-type]
-        parameters = dict(tensor.get("parameters") or {})
-        parameters["binary_data_size"] = len(raw)
+    for tensor in checked.inputs:
+        raw = encode_tensor(tensor.name, tensor.datatype, tensor.shape, tensor.data)
         header_inputs.append(
-            {"name": name, "datatype": datatype, "shape": shape, "parameters": parameters}
+            {
+                "name": tensor.name,
+                "datatype": tensor.datatype,
+                "shape": tensor.shape,
+                "parameters": {**tensor.parameters, "binary_data_size": len(raw)},
+            }
         )
         chunks.append(raw)
     header: dict[str, Any] = {"inputs": header_inputs}
-    if "id" in request:
-        header["id"] = request["id"]
-    parameters = dict(request.get("parameters") or {})
-    outputs = request.get("outputs")
-    if outputs:
+    if checked.id is not None:
+        header["id"] = checked.id
+    parameters = checked.parameters
+    if checked.outputs:
         header["outputs"] = [
-            {
-                "name": out["name"],
-                "parameters": {**(out.get("parameters") or {}), "binary_data": True},
-            }
-            for out in outputs
+            {"name": out.name, "parameters": {**out.parameters, "binary_data": True}}
+            for out in checked.outputs
         ]
     else:
         parameters["binary_data_output"] = True

@@ -17,12 +17,12 @@ from tritonclient.utils import serialize_byte_tensor
 
 from deploy_handlers.front_door.binary import (
     BINARY_CONTENT_TYPE,
-    TensorError,
     decode_response,
     decode_tensor,
     encode_request,
     encode_tensor,
 )
+from deploy_handlers.front_door.request import RequestError
 
 NUMPY_TYPES = {
     "BOOL": np.bool_,
@@ -189,12 +189,12 @@ def test_truncated_tensor_is_refused() -> None:
     ],
 )
 def test_bad_inputs_name_the_tensor(tensor: dict[str, Any], message: str) -> None:
-    with pytest.raises(TensorError, match=message):
+    with pytest.raises(RequestError, match=message):
         encode_request({"inputs": [tensor]})
 
 
 def test_empty_inputs_are_refused() -> None:
-    with pytest.raises(TensorError, match="non-empty 'inputs'"):
+    with pytest.raises(RequestError, match="non-empty 'inputs'"):
         encode_request({"inputs": []})
 
 
