@@ -25,6 +25,8 @@ from deploy._files import atomic_write_bytes
 from deploy.client.manifest import SINGLE_MODEL, Manifest, ModelInfo, TensorSpec, dump
 from deploy.errors import NeuronError
 from deploy.neuron.generate import MODEL_VERSION, template_text
+from deploy.repository import DEPENDENCIES_PARAMETER
+from deploy.repository.bls import literal_callees
 
 ROUTER_NAME = "router"
 ROUTER_TEMPLATE = "router_model.py.tmpl"
@@ -48,6 +50,7 @@ class RoutedModel:
     max_batch_size: int
     inputs: tuple[Tensor, ...]
     outputs: tuple[Tensor, ...]
+    callees: tuple[str, ...] = ()  # models it calls through BLS (declared or literal names)
 
     @property
     def kind(self) -> str:
@@ -90,6 +93,9 @@ def read_models(repository: Path, *, exclude: Iterable[str] = ()) -> list[Routed
         def tensors(items: Any) -> tuple[Tensor, ...]:
             return tuple(Tensor(t.name, _v2_datatype(t.data_type), tuple(t.dims)) for t in items)
 
+        declared = config.parameters[DEPENDENCIES_PARAMETER].string_value
+        callees = {n.strip() for n in declared.split(",") if n.strip()}
+        callees |= literal_callees(config_path.parent)
         models.append(
             RoutedModel(
                 name=name,
@@ -98,6 +104,7 @@ def read_models(repository: Path, *, exclude: Iterable[str] = ()) -> list[Routed
                 max_batch_size=config.max_batch_size,
                 inputs=tensors(config.input),
                 outputs=tensors(config.output),
+                callees=tuple(sorted(callees - {name})),
             )
         )
     if not models:
@@ -169,6 +176,12 @@ def router_config_text(
     )
     routes = {model.name: [tensor.name for tensor in model.outputs] for model in models}
     config.parameters["MODELS"].string_value = json.dumps(routes, sort_keys=True)
+    # BLS callees the router loads before the caller (only those the layout holds).
+    known = {model.name for model in models}
+    callees = {m.name: [c for c in m.callees if c in known] for m in models}
+    config.parameters["CALLEES"].string_value = json.dumps(
+        {name: names for name, names in callees.items() if names}, sort_keys=True
+    )
     return str(text_format.MessageToString(config))
 
 

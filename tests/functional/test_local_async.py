@@ -91,7 +91,9 @@ def served(moto_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     repository = tmp_path_factory.mktemp("async-repo")
     for model in ("bytestats", "sleepy"):
         shutil.copytree(FIXTURES / model, repository / model)
-    shutil.copytree(EXAMPLES / "strings", repository / "strings")
+    # bls_addsub calls addsub through BLS: the router must load addsub first.
+    for model in ("strings", "addsub", "bls_addsub"):
+        shutil.copytree(EXAMPLES / model, repository / model)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AWS_ENDPOINT_URL", moto_server)
         patch.setenv("AWS_ACCESS_KEY_ID", "testing")
@@ -366,7 +368,7 @@ def test_manifest_names_the_s3_locations(served: Served) -> None:
     assert manifest.async_inference.input_prefix == served.locations.input_prefix
     assert manifest.async_inference.output_prefix == served.locations.output_prefix
     assert manifest.async_inference.failure_prefix == served.locations.failure_prefix
-    assert sorted(manifest.models) == ["bytestats", "sleepy", "strings"]
+    assert sorted(manifest.models) == ["addsub", "bls_addsub", "bytestats", "sleepy", "strings"]
 
 
 # --- the SDK ------------------------------------------------------------------------
@@ -379,6 +381,18 @@ def test_sdk_infer_is_unchanged_and_cleans_up(served: Served) -> None:
     assert result["LENGTHS"].tolist() == [5, 2]
     assert result["UPPER"].tolist() == [b"HELLO", b"S3"]
     assert set(served.keys()) == before  # its request and its answer are gone
+
+
+def test_a_bls_model_answers_through_the_router_which_loads_its_callee_first(
+    served: Served,
+) -> None:
+    # SageMaker starts the router layout with only the router loaded; the router loads
+    # a model's BLS callees (deploy.dependencies or literal names) before the model.
+    a = np.arange(4, dtype=np.float32).reshape(1, 4)
+    with Endpoint(ENDPOINT, endpoint_url=served.url) as endpoint:
+        result = endpoint.infer("bls_addsub", {"A": a, "B": 2 * a})
+    assert result["SUM"].tolist() == (6 * a).tolist()  # 2A + 2B
+    assert result["DIFF"].tolist() == (-2 * a).tolist()
 
 
 def test_sdk_keeps_objects_when_told(served: Served) -> None:

@@ -15,6 +15,7 @@ from deploy.envs.requirements import RequirementsFile, canonical_name, parse_req
 from deploy.neuron.instances import is_inferentia
 from deploy.neuron.planning import PARAM_CORE_START
 from deploy.repository import DEPENDENCIES_PARAMETER, Model
+from deploy.repository.bls import model_name_calls
 from deploy.validation.diagnostics import Diagnostic, error, warning
 from deploy.validation.image import image_has, pip_name
 from deploy.validation.registry import Context, model_rule
@@ -79,56 +80,6 @@ def python_model_declares_tensors(ctx: Context, model: Model) -> Iterator[Diagno
         )
 
 
-def _string_bindings(tree: ast.Module) -> dict[str, set[str]]:
-    """Names only ever bound to string literals: `x = "a"`, `for x in ["a", "b"]`."""
-    found: dict[str, set[str]] = {}
-    other: set[str] = set()
-
-    def bind(target: ast.expr, values: list[ast.expr]) -> None:
-        if not isinstance(target, ast.Name):
-            return
-        strings = [v.value for v in values if isinstance(v, ast.Constant)]
-        if len(strings) == len(values) and all(isinstance(v, str) for v in strings):
-            found.setdefault(target.id, set()).update(str(v) for v in strings)
-        else:
-            other.add(target.id)
-
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                bind(target, [node.value])
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            bind(node.target, [node.value])
-        elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
-            values = node.iter.elts if isinstance(node.iter, ast.List | ast.Tuple) else []
-            bind(node.target, list(values) or [node.iter])
-    return {name: values for name, values in found.items() if name not in other}
-
-
-def _model_name_calls(tree: ast.Module) -> Iterator[tuple[str | None, int]]:
-    """(model_name, line) of each `InferenceRequest(model_name=...)`: the name when it is
-    known (a string literal, or a variable only ever bound to string literals), else None."""
-    bindings = _string_bindings(tree)
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        if name != "InferenceRequest":
-            continue
-        value: ast.expr | None = next(
-            (k.value for k in node.keywords if k.arg == "model_name"),
-            node.args[0] if node.args else None,
-        )
-        if isinstance(value, ast.Constant) and isinstance(value.value, str):
-            yield value.value, node.lineno
-        elif isinstance(value, ast.Name) and value.id in bindings:
-            for literal in sorted(bindings[value.id]):
-                yield literal, node.lineno
-        else:
-            yield None, node.lineno
-
-
 def _shares_an_ensemble(ctx: Context, caller: str, callee: str) -> bool:
     """An ensemble archive loads every composing model, so they can call each other."""
     return any(
@@ -149,7 +100,7 @@ def bls_calls(ctx: Context, model: Model) -> Iterator[Diagnostic]:
 
     reported: set[str] = set()
     for source in _parsed(model):
-        for called, line in _model_name_calls(source.tree):
+        for called, line in model_name_calls(source.tree):
             if called is None:
                 yield warning(
                     model.name,
