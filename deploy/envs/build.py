@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deploy._files import with_umask
 from deploy.envs.layout import site_packages, write_layout
 from deploy.errors import EnvBuildError
 
@@ -330,8 +331,7 @@ def _atomic_bytes(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
-        Path(name).chmod(0o644)
-        Path(name).replace(path)
+        with_umask(Path(name)).replace(path)
     except BaseException:
         with contextlib.suppress(OSError):
             Path(name).unlink()
