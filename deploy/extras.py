@@ -37,7 +37,7 @@ PROVIDED_BY: dict[str, tuple[str, str]] = {
     "cdk_nag": ("infra", "cdk-nag"),
     "sagemaker": ("infra", "sagemaker-core"),
     "aiohttp": ("async", "aiohttp"),
-    "moto": ("emulate", "moto[server]"),
+    "moto": ("emulate", "moto"),
 }
 
 
