@@ -7,11 +7,13 @@ beside it (`nvidia_pytriton.libs/`) are used, never `pytriton` itself. So on
 first use the wheel pinned below (version and sha256) is fetched, checked and
 unpacked into `$XDG_CACHE_HOME/deploy/triton/`, with the numpy 1.x wheel the
 python-backend stub needs (built against numpy 1.x: with numpy 2 its outputs
-are empty) for the running CPython:
+are empty) for the running CPython. That rules out CPython 3.13 although the
+wheel has a stub for it: numpy 1.x publishes no 3.13 wheel, and the 3.13 stub
+with numpy 2.1 answers empty outputs as the others do (tried).
 
     nvidia-pytriton-0.7.0-x86_64/pytriton/tritonserver/...    bin, backends, stubs
     nvidia-pytriton-0.7.0-x86_64/nvidia_pytriton.libs/...     the binaries' RPATH
-    stub-numpy-1.26.4-cp311-x86_64/numpy/...                   tritonserver's cwd
+    stub-numpy-1.26.4-cp311-x86_64/numpy/...                   the stub's numpy
 
 Each folder is unpacked under a temporary name and renamed into place, so a
 folder that exists is complete; a lock file keeps two first uses from
@@ -172,8 +174,8 @@ def target_for(system: str, machine: str, python: str, libc: str, glibc: str) ->
     if (python, machine) not in _NUMPY_SHA256:
         supported = sorted({version for version, _ in _NUMPY_SHA256})
         raise LocalEndpointError(
-            f"the python-backend stub of tritonserver needs numpy {NUMPY_VERSION} (numpy 1.x), "
-            f"which has no wheel for CPython {python}",
+            f"the python-backend stub of tritonserver needs numpy 1.x (with numpy 2 its "
+            f"outputs are empty), and numpy {NUMPY_VERSION} has no wheel for CPython {python}",
             where=_WHERE,
             fix=f"run deploy in a virtualenv of CPython {' or '.join(supported)}",
         )
