@@ -164,19 +164,19 @@ def raise_for_failures(
     failed = [result for result in results if not result.ok]
     if not failed:
         return
-    lines = "; ".join(f"{r.name} ({r.target_model}): {_brief(r.error)}" for r in failed)
     unchanged = "clients still use the previous manifest, and unchanged models keep serving"
     if all(result.failure == ENDPOINT_FAILURE for result in failed):
         where = endpoint_url or "the SageMaker runtime of the region (AWS_ENDPOINT_URL if set)"
+        lines = "; ".join(f"{r.name}: {_brief(r.error)}" for r in failed)
         raise SmokeTestFailedError(
-            f"the smoke test reached no SageMaker data plane: {where} answered "
-            f"{len(failed)} request(s) with something that is not a SageMaker response, so "
-            f"no model was tested: {lines}",
+            f"the smoke test reached no SageMaker data plane at {where} (no answer, or one "
+            f"that is not SageMaker's), so no model was tested: {lines}",
             where=f"endpoint {endpoint}",
             fix="point the smoke test at a SageMaker-compatible endpoint (--smoke-endpoint-url "
             "and --smoke-endpoint-name; against an emulated AWS, the ones `deploy emulate` "
             f"prints) or pass --skip-smoke; {unchanged}",
         )
+    lines = "; ".join(f"{r.name} ({r.target_model}): {r.error}" for r in failed)
     raise SmokeTestFailedError(
         f"smoke test failed for {len(failed)} model(s): {lines}",
         where=f"endpoint {endpoint}",
