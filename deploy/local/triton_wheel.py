@@ -197,7 +197,10 @@ def _unpacked_folder(cache: CachedTriton, wheel: PinnedWheel) -> Path:
 
 def is_cached(target: Target) -> bool:
     cache = cached(target)
-    return all(_unpacked_folder(cache, wheel).is_dir() for wheel in target.wheels)
+    try:
+        return all(_unpacked_folder(cache, wheel).is_dir() for wheel in target.wheels)
+    except OSError:  # a folder on the way this user may not enter: named when written to
+        return False
 
 
 def wheels_folder() -> Path | None:
@@ -237,17 +240,15 @@ def ensure_cached(
         )
     out = progress or sys.stderr
     base = cache_dir()
-    base.mkdir(parents=True, exist_ok=True)
     with _locked(base / ".lock"):
         if is_cached(target):  # another process fetched it while this one waited
             return cache
         missing = [w for w in target.wheels if not _unpacked_folder(cache, w).is_dir()]
         with tempfile.TemporaryDirectory(prefix=".fetch-", dir=base) as scratch:
-            folder = Path(scratch)
             files = (
                 _from_folder(source, missing, target)
                 if source is not None
-                else _download(missing, target, folder, out)
+                else _download(missing, target, Path(scratch), out)
             )
             for wheel, path in zip(missing, files, strict=True):
                 verify(path, wheel)
@@ -257,7 +258,18 @@ def ensure_cached(
 
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    with path.open("a+b") as handle:
+    """Hold an exclusive lock on `path` (its folder is made; a folder that cannot be
+    written is named with the fix)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = path.open("a+b")
+    except OSError as exc:
+        raise LocalEndpointError(
+            f"the cache folder cannot be written: {exc.strerror or exc}",
+            where=str(path.parent),
+            fix="set XDG_CACHE_HOME to a folder this user may write",
+        ) from None
+    with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield

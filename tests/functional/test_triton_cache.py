@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -246,3 +247,26 @@ def _descendants(pid: int) -> list[int]:
             found.append(child)
             queue.append(child)
     return found
+
+
+def test_a_cache_folder_this_user_cannot_write_is_named() -> None:
+    # GIVEN a cache home owned by another user (root), WHEN an unprivileged user fetches
+    home = Path(tempfile.mkdtemp(prefix="root-owned-"))  # outside pytest's 0700 folder
+    home.chmod(0o755)
+    code = (
+        "from deploy.local.triton_wheel import ensure_cached\n"
+        "from deploy.errors import DeployError\n"
+        "try:\n    ensure_cached()\nexcept DeployError as exc:\n    print(exc)\n"
+    )
+    done = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+         sys.executable, "-c", code],
+        env=dict(os.environ, XDG_CACHE_HOME=str(home), PYTHONPATH=str(ROOT)),
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    # THEN the folder and the fix are named, with no traceback
+    assert done.returncode == 0, done.stderr
+    assert "the cache folder cannot be written: Permission denied" in done.stdout
+    assert "set XDG_CACHE_HOME" in done.stdout
+    assert not (home / "deploy").exists()
+    home.rmdir()
