@@ -37,9 +37,9 @@ def emulate(
 ) -> None:
     """Run an emulated AWS on 127.0.0.1 until Ctrl-C, and print the variables to export.
 
-    With them set, `deploy up`, `status`, `invoke --endpoint-url` and `down` run end
-    to end without an AWS account: moto is the control plane, a local endpoint
-    (tritonserver) serving the model store from moto's S3 is the data plane.
+    With them, `deploy up`, `status`, `invoke --endpoint-url` and `down` need no AWS account.
+
+    moto is the control plane; a local endpoint serving the store in moto's S3, the data plane.
     """
     from deploy._files import atomic_write_bytes
     from deploy.extras import require
