@@ -6,7 +6,9 @@ Elsewhere (overlayfs, for one) it is a hidden `.partial-<pid>` file renamed
 into place; `remove_stale_partials` clears those a killed run left.
 
 The one place the project writes files atomically (`deploy.packaging.atomic`
-re-exports it under its older name).
+re-exports it under its older name). Files are created 0666 and folders 0777
+less the umask, as `open` and `mkdir` do: a temporary name (mkstemp's 0600,
+mkdtemp's 0700) must not decide the final mode; `with_umask` gives it.
 """
 
 from __future__ import annotations
@@ -37,10 +39,10 @@ class AtomicFile:
         self._named = True
         if _tmpfile_links(directory):
             with contextlib.suppress(OSError):
-                fd = os.open(directory, os.O_TMPFILE | os.O_WRONLY, 0o644)
+                fd = os.open(directory, os.O_TMPFILE | os.O_WRONLY, 0o666)
                 self._named = False
         if fd is None:
-            fd = os.open(self._partial, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o644)
+            fd = os.open(self._partial, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o666)
         self.handle: BinaryIO = os.fdopen(fd, "wb", buffering=0)
 
     def commit(self) -> Path:
@@ -94,6 +96,27 @@ def _tmpfile_links(directory: Path) -> bool:
         os.close(fd)
     probe.unlink(missing_ok=True)
     return True
+
+
+def umask() -> int:
+    """This process's umask, read without changing it where /proc tells it (setting it to
+    read it would race other threads' file creation)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
+
+
+def with_umask(path: Path, mode: int | None = None) -> Path:
+    """Give `path` the mode `open` or `mkdir` would have (0666 or 0777 less the umask), or
+    `mode` less the umask; for files made by mkstemp (0600) or folders by mkdtemp (0700)."""
+    if mode is None:
+        mode = 0o777 if path.is_dir() else 0o666
+    path.chmod(mode & ~umask())
+    return path
 
 
 def atomic_write_bytes(target: Path, data: bytes) -> None:

@@ -7,6 +7,7 @@ boto3); everything else is an extra of it (pyproject.toml):
     cli     the `deploy` command: validate, package, invoke, status, down, prune
     local   cli + the local endpoint: serve, up --local
     infra   cli + provisioning on AWS: up, the CDK app in deploy_infra/
+    emulate local + infra + moto's server: `deploy emulate`, an AWS without an account
     dev     everything + tests and linters (`make` installs it)
 
 A command that reaches a module of an extra that is not installed stops with
@@ -37,6 +38,7 @@ PROVIDED_BY: dict[str, tuple[str, str]] = {
     "cdk_nag": ("infra", "cdk-nag"),
     "sagemaker": ("infra", "sagemaker-core"),
     "aiohttp": ("async", "aiohttp"),
+    "moto": ("emulate", "moto"),
 }
 
 

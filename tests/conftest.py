@@ -86,3 +86,40 @@ def moto_server() -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def triton_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding the pinned nvidia-pytriton and numpy wheels for this machine.
+
+    Downloaded once per session with the very `pip download` command that
+    `deploy` prints for machines without a package index.
+    """
+    import shlex
+    import subprocess
+    import sys
+
+    from deploy.local.triton_wheel import download_command, this_target
+
+    folder = tmp_path_factory.mktemp("triton-wheels")
+    command = shlex.split(download_command(this_target(), dest=str(folder)))
+    assert command[0] == "pip"
+    subprocess.run([sys.executable, "-m", *command, "--quiet"], check=True, timeout=900)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def triton_cache_home(triton_wheels: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An XDG_CACHE_HOME whose deploy/triton holds the unpacked tritonserver and stub site.
+
+    Set it as XDG_CACHE_HOME (and keep nvidia-pytriton out of the environment)
+    for a `deploy serve` that runs the cached tritonserver, as an installed
+    `deploy` does.
+    """
+    from deploy.local.triton_wheel import ensure_cached
+
+    home = tmp_path_factory.mktemp("xdg-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(home))
+        ensure_cached(source=triton_wheels)
+    return home

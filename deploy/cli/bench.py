@@ -187,7 +187,9 @@ def bench(
         # A local run is priced only as the instance named (--instance), in the stage's region.
         pricing = _pricing(instance, instance_count, None, stage, stage_endpoint=None)
     else:
-        aws = _aws_call(endpoint, stage=stage, region=region, profile=profile)
+        aws = _aws_call(
+            endpoint, stage=stage, region=region, profile=profile, endpoint_url=endpoint_url
+        )
         if profile is not None:
             aws.session()  # an unknown profile is an error here, not in every worker
         target = Target(

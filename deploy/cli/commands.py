@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "bind",  # bind (PyTriton scripts)
     "init_config",  # init-config
     "env",  # env build
+    "emulate",  # emulate (moto + a local data plane)
 )
 
 

@@ -101,7 +101,9 @@ def invoke(
         reject(ctx, AWS_FLAGS, because="to --local: the local endpoint runs on this machine")
         name, url, manifest_location = _local_target(endpoint, endpoint_url, manifest)
     else:
-        aws = _aws_call(endpoint, stage=stage, region=region, profile=profile)
+        aws = _aws_call(
+            endpoint, stage=stage, region=region, profile=profile, endpoint_url=endpoint_url
+        )
         name, url, manifest_location = aws.endpoint, endpoint_url, manifest
     result = run_invoke(
         model,
@@ -147,15 +149,26 @@ class AwsCall:
 
 
 def _aws_call(
-    endpoint: str | None, *, stage: str | None, region: str | None, profile: str | None
+    endpoint: str | None,
+    *,
+    stage: str | None,
+    region: str | None,
+    profile: str | None,
+    endpoint_url: str | None = None,
 ) -> AwsCall:
-    """The endpoint (flag, else the stage's settings) and the region, resolved as every
-    AWS command resolves it (`deploy.aws.region`)."""
+    """The endpoint (flag, else the name a local endpoint at `endpoint_url` gives itself,
+    else the stage's settings) and the region, resolved as every AWS command resolves it
+    (`deploy.aws.region`)."""
     from deploy.aws.region import resolve_profile, resolve_region
+    from deploy.client import endpoint_name_at
     from deploy.config import load_settings
 
     chosen = resolve_region(region, profile=resolve_profile(profile), stage=stage)
-    name = endpoint or load_settings(stage=stage).endpoint_name
+    name = (
+        endpoint
+        or (endpoint_name_at(endpoint_url) if endpoint_url else None)
+        or load_settings(stage=stage).endpoint_name
+    )
     return AwsCall(name, chosen, profile)
 
 
@@ -163,10 +176,11 @@ def _local_target(
     endpoint: str | None, endpoint_url: str | None, manifest: str | None
 ) -> tuple[str, str | None, str | None]:
     """Endpoint name, runtime URL and manifest location for a call to the local endpoint."""
+    from deploy.client import endpoint_name_at
     from deploy.config import load_settings
     from deploy.local.state import LOCAL_HOST, read_state
 
-    name = endpoint or LOCAL_ENDPOINT
+    name = endpoint or (endpoint_name_at(endpoint_url) if endpoint_url else None) or LOCAL_ENDPOINT
     if endpoint_url is None:
         # Started by `deploy serve` or `deploy up --local` in this folder, else the default port.
         state = read_state(name)

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 def register(app: typer.Typer) -> None:
     app.command("serve")(serve)
+    app.command("fetch-triton")(fetch_triton)
 
 
 # The hosting modes `deploy serve` runs on this machine (deploy.hosting names them all).
@@ -231,6 +232,9 @@ def serve(
             "is a repository",
         )
 
+    from deploy.local.triton import prepare_runtime
+
+    prepare_runtime()  # the C compiler, then tritonserver (fetched on first use)
     logging.basicConfig(
         level=logging.INFO,
         format="%(message)s",
@@ -285,3 +289,31 @@ def _clients(value: str) -> Clients:
     if value == "user":
         return "user"
     raise typer.BadParameter("use endpoint or user", param_hint="--triton-clients")
+
+
+def fetch_triton(
+    source: Annotated[
+        Path | None,
+        typer.Option(
+            "--from",
+            help="A folder holding the wheel files, for a machine with no package index.",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+) -> None:
+    """Prepare `deploy serve` once: tritonserver (fetched into ~/.cache/deploy), the port guard."""
+    from deploy.cli.output import console, emit_json
+    from deploy.local.guard import guard_library
+    from deploy.local.triton import prepare_runtime
+
+    install = prepare_runtime(source=source)
+    found = {
+        "tritonserver": str(install.binary),
+        "stub_site": str(install.stub_site),
+        "port_guard": str(guard_library()),
+    }
+    if as_json:
+        emit_json(found)
+        return
+    for name, path in found.items():
+        console().print(f"{name}: {path}", markup=False)

@@ -47,7 +47,7 @@ class AsyncEndpoint:
 
     def __init__(
         self,
-        name: str,
+        name: str | None = None,
         *,
         region: str | None = None,
         endpoint_url: str | None = None,
@@ -81,7 +81,7 @@ class AsyncEndpoint:
             async_options=async_options,
             async_endpoint_url=async_endpoint_url,
         )
-        self.name = name
+        self.name = self._sync.name
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.retries = self._sync.retries

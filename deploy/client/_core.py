@@ -48,6 +48,8 @@ _ARCHIVE_SUFFIX = ".tar.gz"
 # Where the local endpoint (`deploy serve`) serves its store's manifest; SageMaker's
 # runtime has no such path, so elsewhere the GET simply fails and names stay unresolved.
 ENDPOINT_MANIFEST_PATH = "/deploy/manifest.json"
+# ...and names itself in this header of that answer.
+ENDPOINT_NAME_HEADER = "X-Deploy-Endpoint-Name"
 _ENDPOINT_MANIFEST_TIMEOUT = 10.0
 
 ManifestLocation = str | Path | Manifest | None
@@ -352,3 +354,25 @@ def finish(prepared: Prepared, body: bytes, content_type: str | None) -> InferRe
         target_model=chosen.target_model,
         parameters=decoded.parameters,
     )
+
+
+def endpoint_name_at(
+    endpoint_url: str, *, timeout: float = _ENDPOINT_MANIFEST_TIMEOUT
+) -> str | None:
+    """The name the local endpoint (`deploy serve`) at `endpoint_url` gives itself.
+
+    None when the URL does not answer as a local endpoint does (SageMaker's
+    runtime, a proxy to it, nothing listening)."""
+    import urllib.error
+    import urllib.request
+
+    url = endpoint_url.rstrip("/") + ENDPOINT_MANIFEST_PATH
+    try:
+        request = urllib.request.Request(url, headers={"Accept": "application/json"})
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            name = response.headers.get(ENDPOINT_NAME_HEADER)
+    except urllib.error.HTTPError as exc:  # a store without a manifest still names itself
+        name = exc.headers.get(ENDPOINT_NAME_HEADER)
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    return str(name) if name else None

@@ -19,6 +19,7 @@ from deploy.client._core import (
     ManifestLocation,
     ManifestSource,
     Prepared,
+    endpoint_name_at,
     finish,
     prepare,
     route,
@@ -77,7 +78,7 @@ class Endpoint:
 
     def __init__(
         self,
-        name: str,
+        name: str | None = None,
         *,
         region: str | None = None,
         endpoint_url: str | None = None,
@@ -94,7 +95,7 @@ class Endpoint:
     ) -> None:
         if transport not in ("direct", "boto3"):
             raise ValueError(f"transport must be 'direct' or 'boto3', not {transport!r}")
-        self.name = name
+        self.name = name if name is not None else _name_at(endpoint_url, connect_timeout)
         # An injected client is the caller's transport: it keeps being used.
         self.transport = "boto3" if client is not None else transport
         self.region = region
@@ -123,7 +124,7 @@ class Endpoint:
         discover = endpoint_url is None or any(os.environ.get(name) for name in _CONTROL_PLANE_ENV)
         self._manifest = ManifestSource(
             location,
-            endpoint=name,
+            endpoint=self.name,
             client_factory=self._aws_client,
             discover=discover,
             endpoint_url=endpoint_url,
@@ -550,3 +551,17 @@ def _answer_from_botocore(response: Mapping[str, Any]) -> ErrorAnswer:
         original_status=original if isinstance(original, int) else None,
         original_message=response.get("OriginalMessage"),
     )
+
+
+def _name_at(endpoint_url: str | None, timeout: float) -> str:
+    """The name of the local endpoint at `endpoint_url` (`Endpoint(endpoint_url=...)`)."""
+    if endpoint_url is None:
+        raise TypeError("Endpoint needs a name, or an endpoint_url of a local endpoint")
+    name = endpoint_name_at(endpoint_url, timeout=timeout)
+    if name is None:
+        raise EndpointError(
+            "the endpoint does not say its name (only the local endpoint does)",
+            where=endpoint_url,
+            fix="pass the endpoint's name: Endpoint(name, endpoint_url=...)",
+        )
+    return name

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deploy._files import with_umask
 from deploy.envs.installer import index_url, pip_install_command, redacted, run_pip
 from deploy.envs.layout import site_packages, write_layout
 from deploy.envs.requirements import RequirementsFile, require_specifiers
@@ -317,8 +318,7 @@ def _atomic_bytes(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
-        Path(name).chmod(0o644)
-        Path(name).replace(path)
+        with_umask(Path(name)).replace(path)
     except BaseException:
         with contextlib.suppress(OSError):
             Path(name).unlink()

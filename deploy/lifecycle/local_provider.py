@@ -240,7 +240,7 @@ class LocalProvider:
                     1,
                     str(self.log_path),
                     os.O_WRONLY | os.O_CREAT | os.O_APPEND,
-                    0o644,
+                    0o666,
                 ),
                 (os.POSIX_SPAWN_DUP2, 1, 2),
             ],

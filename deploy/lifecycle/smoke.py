@@ -4,6 +4,13 @@ Inputs are generated from the manifest's tensor specs (variable dimensions
 become 1, a batch of one is prepended when the model batches). The request
 names the new TargetModel explicitly, so it reaches the new archive while
 clients still resolve names through the old manifest.
+
+A failure is the model's when SageMaker (or the local endpoint) answered it
+with one of SageMaker Runtime's error codes; an answer without one (an HTML
+page, a body that is no inference response) or no answer at all means the
+smoke test never reached a SageMaker data plane, as when the control plane is
+an emulator (moto) and no `--smoke-endpoint-url` names a data plane. The two
+get different fixes.
 """
 
 from __future__ import annotations
@@ -25,6 +32,26 @@ class SmokeTestFailedError(DeployError):
     """At least one changed model failed its smoke test; the manifest was not switched."""
 
 
+# The error codes SageMaker Runtime's InvokeEndpoint answers with (its API reference),
+# which the local endpoint answers with too.
+SAGEMAKER_ERROR_CODES = frozenset(
+    {
+        "ValidationError",
+        "ModelError",
+        "ModelNotReadyException",
+        "InternalFailure",
+        "InternalDependencyException",
+        "InternalStreamFailure",
+        "ServiceUnavailable",
+        "ThrottlingException",
+        "AccessDeniedException",
+        "UnrecognizedClientException",
+    }
+)
+MODEL_FAILURE = "model"
+ENDPOINT_FAILURE = "endpoint"  # the answer did not come from a SageMaker data plane
+
+
 @dataclass(frozen=True)
 class SmokeResult:
     name: str
@@ -33,6 +60,7 @@ class SmokeResult:
     seconds: float
     outputs: tuple[str, ...]
     error: str
+    failure: str | None = None  # MODEL_FAILURE | ENDPOINT_FAILURE when not ok
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -42,6 +70,7 @@ class SmokeResult:
             "seconds": round(self.seconds, 3),
             "outputs": list(self.outputs),
             "error": self.error,
+            "failure": self.failure,
         }
 
 
@@ -84,7 +113,7 @@ def smoke_test(
     for a failing model: the caller decides)."""
     import time
 
-    from deploy.client import ClientError, Endpoint
+    from deploy.client import ClientError, Endpoint, EndpointError, ResponseFormatError
 
     results: list[SmokeResult] = []
     if not changes:
@@ -101,6 +130,7 @@ def smoke_test(
         for change in changes:
             model = models[change.name]
             outputs: tuple[str, ...] = ()
+            failure: str | None = None
             started = time.monotonic()
             try:
                 result = endpoint.infer(
@@ -108,6 +138,10 @@ def smoke_test(
                 )
             except (ClientError, SmokeTestFailedError) as exc:
                 ok, error = False, str(exc)
+                foreign = isinstance(exc, ResponseFormatError) or (
+                    isinstance(exc, EndpointError) and exc.code not in SAGEMAKER_ERROR_CODES
+                )
+                failure = ENDPOINT_FAILURE if foreign else MODEL_FAILURE
             else:
                 ok, outputs, error = True, tuple(sorted(result)), ""
             results.append(
@@ -118,19 +152,39 @@ def smoke_test(
                     seconds=time.monotonic() - started,
                     outputs=outputs,
                     error=error,
+                    failure=failure,
                 )
             )
     return results
 
 
-def raise_for_failures(results: Sequence[SmokeResult], *, endpoint: str) -> None:
+def raise_for_failures(
+    results: Sequence[SmokeResult], *, endpoint: str, endpoint_url: str | None = None
+) -> None:
     failed = [result for result in results if not result.ok]
     if not failed:
         return
+    unchanged = "clients still use the previous manifest, and unchanged models keep serving"
+    if all(result.failure == ENDPOINT_FAILURE for result in failed):
+        where = endpoint_url or "the SageMaker runtime of the region (AWS_ENDPOINT_URL if set)"
+        lines = "; ".join(f"{r.name}: {_brief(r.error)}" for r in failed)
+        raise SmokeTestFailedError(
+            f"the smoke test reached no SageMaker data plane at {where} (no answer, or one "
+            f"that is not SageMaker's), so no model was tested: {lines}",
+            where=f"endpoint {endpoint}",
+            fix="point the smoke test at a SageMaker-compatible endpoint (--smoke-endpoint-url "
+            "and --smoke-endpoint-name; against an emulated AWS, the ones `deploy emulate` "
+            f"prints) or pass --skip-smoke; {unchanged}",
+        )
     lines = "; ".join(f"{r.name} ({r.target_model}): {r.error}" for r in failed)
     raise SmokeTestFailedError(
         f"smoke test failed for {len(failed)} model(s): {lines}",
         where=f"endpoint {endpoint}",
-        fix="fix the named model(s) and re-run `deploy up`; clients still use the previous "
-        "manifest, and unchanged models keep serving",
+        fix=f"fix the named model(s) and re-run `deploy up`; {unchanged}",
     )
+
+
+def _brief(error: str, limit: int = 300) -> str:
+    """One line of an error (an HTML page, say) for the summary."""
+    text = " ".join(error.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -209,7 +209,7 @@ def smoke(
     results = smoke_test(
         changes, package.document, package.manifest_path, target, timeout_s=timeout_s
     )
-    raise_for_failures(results, endpoint=target.endpoint_name)
+    raise_for_failures(results, endpoint=target.endpoint_name, endpoint_url=target.endpoint_url)
     return results
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from google.protobuf import text_format
 from google.protobuf.message import DecodeError
 
+from deploy.checkout import make_hint
 from deploy.errors import LocalEndpointError
 from deploy.repository.model import COMPLETED_CONFIG_HEADER
 from deploy.repository.schema import model_config_pb2 as mc
@@ -243,7 +244,8 @@ def _write_adapter(folder: Path, config: mc.ModelConfig, platform: str) -> None:
         raise LocalEndpointError(
             f"no version folder holds {filename!r}",
             where=f"model {config.name or folder.name} ({folder})",
-            fix="run `make models` (weights are generated) and re-package",
+            fix=f"put the model's weights ({filename}) in a version folder and re-package"
+            + make_hint("; for the examples, run `make models` (weights are generated)"),
         )
     template = resources.files("deploy.local").joinpath("adapter_model.py.tmpl")
     for version in versions:

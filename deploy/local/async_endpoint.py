@@ -86,6 +86,38 @@ def _s3_client() -> Any:
     return boto3.client("s3")
 
 
+def check_buckets(locations: AsyncLocations, s3_client: Callable[[], Any] = _s3_client) -> None:
+    """Raise unless each bucket of `locations` exists and answers, before anything starts
+    (else the first request fails with NoSuchBucket)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    urls = (locations.input_prefix, locations.output_prefix, locations.failure_prefix)
+    client = s3_client()
+    for bucket in sorted({locations.bucket_and_prefix(url)[0] for url in urls}):
+        where = f"--async-output s3://{bucket}/"
+        try:
+            client.head_bucket(Bucket=bucket)
+        except ClientError as exc:
+            code = str(exc.response.get("Error", {}).get("Code", ""))
+            if code in {"404", "NoSuchBucket", "NotFound"}:
+                raise LocalEndpointError(
+                    f"bucket {bucket} does not exist: requests and answers are kept there",
+                    where=where,
+                    fix=f"create it (aws s3 mb s3://{bucket}) or name a bucket that exists",
+                ) from None
+            raise LocalEndpointError(
+                f"bucket {bucket} cannot be used ({code or exc})",
+                where=where,
+                fix="check that these AWS credentials may read and write it",
+            ) from None
+        except BotoCoreError as exc:
+            raise LocalEndpointError(
+                f"S3 cannot be reached for bucket {bucket}: {exc}",
+                where=where,
+                fix="check the AWS credentials and region (or AWS_ENDPOINT_URL)",
+            ) from None
+
+
 class AsyncFrontEnd(SingleModelFrontEnd):
     """InvokeEndpointAsync → `AsyncInvocations`; InvokeEndpoint is refused."""
 
@@ -220,6 +252,7 @@ def serve_async_forever(
     """`deploy serve --hosting async`: run until SIGINT/SIGTERM, then stop.
 
     `location` is a model repository or a router-layout store (`router_repository`)."""
+    check_buckets(locations)
     prepare_record(options, state_dir)
 
     def started(endpoint: AsyncLocalEndpoint) -> None:

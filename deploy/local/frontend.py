@@ -596,11 +596,13 @@ class FrontEnd:
             )
         except LocalEndpointError as exc:
             return wire.AwsErrorReply("InternalFailure", 500, str(exc)).encode()
+        named = (wire.ENDPOINT_NAME_HEADER, self.endpoint_name)
         if document is None:
-            return wire.AwsErrorReply(
+            status, headers, body = wire.AwsErrorReply(
                 "ResourceNotFound", 404, "the model store has no manifest.json"
             ).encode()
-        return 200, [("Content-Type", "application/json")], json.dumps(document).encode()
+            return status, [*headers, named], body
+        return 200, [("Content-Type", "application/json"), named], json.dumps(document).encode()
 
     async def _invoke(self, request: _Request, endpoint: str) -> Reply:
         if endpoint != self.endpoint_name:

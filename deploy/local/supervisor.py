@@ -323,7 +323,7 @@ class TritonSupervisor:
             raise LocalEndpointError(
                 f"cannot start tritonserver: {exc}",
                 where=str(install.binary),
-                fix="check that the file is executable (make install)",
+                fix="check that the file is executable and its filesystem not mounted noexec",
             ) from exc
         finally:
             log_file.close()

@@ -6,9 +6,13 @@ located with `importlib.util.find_spec` so `pytriton` itself is never imported.
 
 The wheel's python-backend stub is built against numpy 1.x: with numpy 2 it
 runs models but hands back empty output tensors (`binary_data_size: 0`), so
-`make install` puts numpy<2 in `<venv>/triton-stub-site`. The stub's
-embedded interpreter ignores PYTHONPATH and puts its working directory first
-on `sys.path`: tritonserver runs in an empty folder.
+a folder with numpy<2 (the stub site) goes with it. `find_triton` takes the
+two from this virtualenv when installed there (`pip install --no-deps
+nvidia-pytriton==0.7.0` and numpy<2 in `<venv>/triton-stub-site`, as this
+repository's Makefile does), else from the tool's cache, fetched on first use
+(`deploy.local.triton_wheel`). The stub's embedded interpreter ignores
+PYTHONPATH and puts its working directory first on `sys.path`: tritonserver
+runs in an empty folder.
 
 Python models see what the SageMaker image's Python has, the standard library
 and numpy, and no more: `prepare_backends` writes an `image-python` folder in
@@ -34,16 +38,16 @@ from pathlib import Path
 
 from deploy.errors import LocalEndpointError
 
-_INSTALL_FIX = 'run `make install` (it installs "nvidia-pytriton==0.7.0" with --no-deps)'
-STUB_SITE = "triton-stub-site"
+STUB_SITE = "triton-stub-site"  # beside this virtualenv's site-packages (the Makefile's)
 ADAPTER_PATH_ENV = "DEPLOY_ADAPTER_PATH"  # this virtualenv, for the generated adapters
 
 
 @dataclass(frozen=True)
 class TritonInstall:
-    """Paths inside the installed nvidia-pytriton wheel."""
+    """Paths inside an unpacked nvidia-pytriton wheel, and the stub's numpy<2 folder."""
 
-    root: Path  # <site-packages>/pytriton/tritonserver
+    root: Path  # <site-packages or cache>/pytriton/tritonserver
+    stub_site: Path  # numpy<2 for the python-backend stub (linked into the image's Python)
 
     @property
     def binary(self) -> Path:
@@ -59,40 +63,61 @@ class TritonInstall:
         return self.root / "python_backend_stubs" / version / "triton_python_backend_stub"
 
     @property
-    def stub_site(self) -> Path:
-        """tritonserver's working directory: numpy<2 for the python-backend stub."""
-        return Path(sys.prefix) / STUB_SITE
-
-    @property
     def libs(self) -> Path:
         return self.root.parent.parent / "nvidia_pytriton.libs"
 
+    def missing(self) -> list[Path]:
+        """The files tritonserver needs that are not there."""
+        needed = (self.binary, self.python_backend / "libtriton_python.so", self.stub)
+        return [path for path in (*needed, self.stub_site / "numpy") if not path.exists()]
 
-def find_triton() -> TritonInstall:
-    """Locate the tritonserver shipped in the nvidia-pytriton wheel."""
+
+def virtualenv_triton() -> TritonInstall | None:
+    """nvidia-pytriton installed in this virtualenv beside its stub site, if complete."""
     spec = importlib.util.find_spec("pytriton")
     locations = list(spec.submodule_search_locations or []) if spec else []
     if not locations:
+        return None
+    install = TritonInstall(Path(locations[0]) / "tritonserver", Path(sys.prefix) / STUB_SITE)
+    return None if install.missing() else install
+
+
+def find_triton(*, fetch: bool = True) -> TritonInstall:
+    """Locate tritonserver: this virtualenv's install, else the cache (fetched if missing).
+
+    `fetch=False` raises instead of downloading."""
+    install = virtualenv_triton()
+    if install is not None:
+        return install
+    from deploy.local.triton_wheel import ensure_cached
+
+    cache = ensure_cached(allow_fetch=fetch)
+    install = TritonInstall(cache.root, cache.stub_site)
+    missing = install.missing()
+    if missing:
         raise LocalEndpointError(
-            "the nvidia-pytriton package (which ships tritonserver) is not installed",
-            where="local endpoint",
-            fix=_INSTALL_FIX,
-        )
-    install = TritonInstall(Path(locations[0]) / "tritonserver")
-    for needed in (install.binary, install.python_backend / "libtriton_python.so", install.stub):
-        if not needed.exists():
-            raise LocalEndpointError(
-                f"{needed} is missing from the nvidia-pytriton install",
-                where="local endpoint",
-                fix=_INSTALL_FIX,
-            )
-    if not (install.stub_site / "numpy").is_dir():
-        raise LocalEndpointError(
-            "numpy<2 for the python-backend stub is missing",
-            where=str(install.stub_site),
-            fix=f'run `make install` (pip install --target {install.stub_site} "numpy<2")',
+            f"{missing[0]} is missing from the cached tritonserver",
+            where=str(cache.root.parent.parent),
+            fix=f"remove {cache.root.parent.parent} and {cache.stub_site}, then run "
+            "`deploy fetch-triton`",
         )
     return install
+
+
+def prepare_runtime(*, source: Path | None = None) -> TritonInstall:
+    """What the local endpoint needs before it starts, with the cheapest check first.
+
+    The C compiler for the port guard is named before a download starts;
+    then tritonserver is located, or fetched into the cache (from `source`, a
+    folder of wheel files, when given)."""
+    from deploy.local.guard import guard_library
+
+    guard_library()
+    if source is not None:
+        from deploy.local.triton_wheel import ensure_cached
+
+        ensure_cached(source=source)
+    return find_triton()
 
 
 IMAGE_PYTHON = "image-python"  # beside the backends: what python models may import

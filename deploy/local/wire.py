@@ -25,6 +25,8 @@ LOCAL_ACCOUNT = "000000000000"
 # The local endpoint's manifest (not part of SageMaker's API; its paths are
 # /endpoints/..., /ping and /invocations). The SDK reads it when given an endpoint_url.
 MANIFEST_ROUTE = "/deploy/manifest.json"
+# On the manifest route's answer: the endpoint's name, for clients given only its URL.
+ENDPOINT_NAME_HEADER = "X-Deploy-Endpoint-Name"
 _TARGET_MODEL = re.compile(r"[!-~][ -~]*")  # \A\S[\p{Print}]*\z, Java's ASCII classes
 
 

@@ -14,6 +14,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from deploy._files import with_umask
 from deploy.errors import NeuronError
 from deploy.neuron.spec import TensorSpec, check_tensor_indices, check_torchscript, parse_tensor
 
@@ -90,7 +91,7 @@ def compile_model(
     os.close(handle)
     try:
         torch.jit.save(compiled, partial)
-        Path(partial).replace(output)
+        with_umask(Path(partial)).replace(output)
     finally:
         Path(partial).unlink(missing_ok=True)
     return output

@@ -18,6 +18,7 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
+from deploy._files import with_umask
 from deploy.errors import NeuronError
 from deploy.neuron.planning import (
     PARAM_BATCHING,
@@ -101,7 +102,7 @@ def generate_model(spec: NeuronModelSpec, model_dir: Path, *, force: bool = Fals
     try:
         parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{spec.name}.", dir=parent))
-        staging.chmod(0o755)  # mkdtemp's 0700 would travel into archives
+        with_umask(staging)  # mkdtemp's 0700 would travel into archives
     except OSError as exc:
         raise NeuronError(f"cannot create the model folder: {exc}", where=str(model_dir)) from exc
     try:

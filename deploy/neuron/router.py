@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deploy._files import atomic_write_bytes
+from deploy._files import atomic_write_bytes, with_umask
 from deploy.client.manifest import SINGLE_MODEL, Manifest, ModelInfo, TensorSpec, dump
 from deploy.errors import NeuronError
 from deploy.neuron.generate import MODEL_VERSION, template_text
@@ -198,7 +198,7 @@ def write_router(
     target = (into or repository) / name
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=target.parent))
-    staging.chmod(0o755)
+    with_umask(staging)
     try:
         (staging / MODEL_VERSION).mkdir()
         (staging / "config.pbtxt").write_text(config_text, encoding="utf-8")

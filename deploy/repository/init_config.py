@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deploy._files import with_umask
 from deploy.errors import RepositoryError
 from deploy.repository.autocomplete import complete_config, defines_hook
 from deploy.repository.backends import AUTOCOMPLETE_FILES
@@ -129,7 +130,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
-        Path(name).replace(path)
+        with_umask(Path(name)).replace(path)
     except BaseException:
         Path(name).unlink(missing_ok=True)
         raise

@@ -37,6 +37,7 @@ PUBLIC = {
     "TensorSpec",
     "decode",
     "encode",
+    "endpoint_name_at",
     "from_bfloat16",
     "to_bfloat16",
 }

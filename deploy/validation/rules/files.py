@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import PurePosixPath
 
+from deploy.checkout import make_hint
 from deploy.repository import Model, ModelVersion
 from deploy.repository.backends import (
     FIL_MODEL_FILES,
@@ -67,7 +68,8 @@ def versions_hold_the_model_file(ctx: Context, model: Model) -> Iterator[Diagnos
             field,
             f"version {version.number} has no {expected}, the file the "
             f"{model.backend or model.platform} backend loads",
-            fix + ("; run `make models` for the examples" if expected == "model.pt" else ""),
+            fix
+            + (make_hint("; run `make models` for the examples") if expected == "model.pt" else ""),
         )
 
 
