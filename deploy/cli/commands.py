@@ -17,6 +17,8 @@ COMMAND_MODULES = (
     "bind",  # bind (PyTriton scripts)
     "init_config",  # init-config
     "env",  # env build
+    "project",  # init
+    "cdk",  # cdk (the pinned CDK CLI)
 )
 
 
