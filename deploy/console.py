@@ -10,7 +10,6 @@ import sys
 
 from deploy.extras import missing_extra
 
-
 # pyproject's requires-python; pip refuses older interpreters, a copied tree may not.
 MIN_PYTHON = (3, 11)
 

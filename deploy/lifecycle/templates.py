@@ -165,15 +165,11 @@ def _cdk_synthesize(
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ConfigError(
-            f"cannot run the CDK app: {exc}", where=APP_MODULE, fix=_APP_FIX
-        ) from exc
+        raise ConfigError(f"cannot run the CDK app: {exc}", where=APP_MODULE, fix=_APP_FIX) from exc
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         detail = " | ".join(lines[-5:])[-1500:] or f"exit code {done.returncode}"
-        raise ConfigError(
-            f"the CDK app failed: {detail}", where=APP_MODULE, fix=_APP_FIX
-        )
+        raise ConfigError(f"the CDK app failed: {detail}", where=APP_MODULE, fix=_APP_FIX)
     manifest = json.loads((outdir / "manifest.json").read_text(encoding="utf-8"))
     missing = [str(entry.get("key")) for entry in manifest.get("missing", [])]
     if missing:
