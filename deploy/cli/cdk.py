@@ -23,13 +23,12 @@ def register(app: typer.Typer) -> None:
     app.command(
         "cdk",
         context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-        add_help_option=False,
     )(cdk)
 
 
 def cdk(ctx: typer.Context) -> None:
     """Run the pinned AWS CDK CLI (installed on first use) on the packaged CDK app,
-    e.g. `deploy cdk synth -c stage=prod`."""
+    e.g. `deploy cdk synth -c stage=prod`; the CLI's own help: `deploy cdk -- --help`."""
     from deploy.lifecycle.cdk_toolkit import cdk_cli
     from deploy.lifecycle.templates import app_command
 
