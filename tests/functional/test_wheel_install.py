@@ -202,12 +202,15 @@ def test_the_distributions_carry_the_app_the_lambda_and_the_licence(
     assert "License-Expression: Apache-2.0" in metadata
     assert "Classifier: Programming Language :: Python :: 3.11" in metadata
     assert not [name for name in names if name.startswith(("tests/", "model_packages/"))]
+    sizes = {kind: path.stat().st_size for kind, path in distributions.items()}
+    print(f"sizes: wheel {sizes['wheel']} B, sdist {sizes['sdist']} B")  # shown by -rP
 
 
 def test_a_new_project_runs_the_loop_with_only_the_installed_package(
     installed_deploy: InstalledDeploy,
 ) -> None:
     tool = installed_deploy
+    print(f"pip install of the wheel[{EXTRAS}] into a fresh venv: {tool.install_s:.1f} s")
     # The modules are the venv's, not the checkout's.
     where = tool.run(
         "python",
