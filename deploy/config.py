@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -166,10 +167,18 @@ class DeploySettings(BaseSettings):
     )
 
     stage: str = Field(DEFAULT_STAGE, description="Stage name (a [stages.<name>] section).")
-    repository: Path = Field(Path("model_packages"), description="Triton model repository.")
+    repository: Path = Field(
+        default_factory=lambda: default_repository(),
+        description="Triton model repository (unset: models/ or model_repository/, the "
+        "first found here).",
+    )
     package_dir: Path = Field(Path("build/models"), description="Where `deploy package` writes.")
     region: str = Field("us-east-1", description="AWS region.")
-    endpoint_name: str = Field("deploy-triton", description="SageMaker endpoint name.")
+    endpoint_name: str = Field(
+        default_factory=lambda: default_endpoint_name(),
+        description="SageMaker endpoint name (unset: the project folder's name, the folder "
+        "of deploy.toml).",
+    )
     instance_type: str = Field("ml.g5.xlarge", description="SageMaker instance type.")
     hosting: str | None = Field(
         None,
@@ -246,6 +255,35 @@ class DeploySettings(BaseSettings):
             hint = f" (did you mean {close[0]}?)" if close else ""
             raise ValueError(f"unknown hosting {value!r}{hint}; use one of {', '.join(HOSTINGS)}")
         return value
+
+
+# A project's model repository, by the names projects use (`deploy init` makes the first).
+REPOSITORY_NAMES = ("models", "model_repository")
+# SageMaker endpoint names: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}; room is left for a
+# `-staging` suffix and the stack names made from it.
+_ENDPOINT_NAME_ROOM = 50
+
+
+def default_repository(project: Path | None = None) -> Path:
+    """The project's model repository: the first of REPOSITORY_NAMES found (relative
+    paths stay relative to cwd, as every path setting does)."""
+    for name in REPOSITORY_NAMES:
+        if ((project or Path()) / name).is_dir():
+            return Path(name) if project is None else project / name
+    return Path(REPOSITORY_NAMES[0]) if project is None else project / REPOSITORY_NAMES[0]
+
+
+def endpoint_name_for(folder: Path) -> str:
+    """A SageMaker endpoint name made from a folder's name (`My_Project` → `my-project`)."""
+    words = re.findall(r"[a-z0-9]+", folder.resolve().name.lower())
+    name = "-".join(words)[:_ENDPOINT_NAME_ROOM].strip("-")
+    return name or "triton"
+
+
+def default_endpoint_name() -> str:
+    """The project folder's name: the folder of the settings file (deploy.toml here, or
+    DEPLOY_CONFIG's), whether the file exists or not."""
+    return endpoint_name_for(settings_file().absolute().parent)
 
 
 class _TomlStageSource(PydanticBaseSettingsSource):

@@ -1,4 +1,5 @@
-"""The CDK app `cdk.json` runs: `npx cdk synth -c stage=prod [-c key=value ...]`.
+"""The CDK app: `python -m deploy_infra.app`, what a cdk.json's `app` runs and what
+`deploy cdk synth -c stage=prod [-c key=value ...]` runs without one.
 
 Context keys other than `stage` override settings: top-level ones by name
 (`region`, `instance_type`, `endpoint_name`) and infrastructure ones as
@@ -76,9 +77,10 @@ _VALID = (
 def main() -> int:
     import aws_cdk as cdk
 
-    from deploy_infra.synth import build_app
+    from deploy_infra.synth import _pinned_context, build_app
 
-    app = cdk.App()
+    # The pinned context is the default; the CDK CLI's (cdk.json, -c) overrides it.
+    app = cdk.App(context=_pinned_context())
     context = dict(app.node.get_all_context())
     stage = context.pop("stage", None)
     # `deploy up` synthesizes without cdk-nag (`make test` runs it).

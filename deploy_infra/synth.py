@@ -39,7 +39,7 @@ from deploy_infra.stacks.serverless_endpoint import ServerlessEndpointStack, cpu
 from deploy_infra.stacks.single_model_endpoint import SingleModelEndpointStack
 
 # Used when neither the settings nor the CDK CLI name an account: synth stays
-# offline and reproducible (cdk.json pins this account's availability zones).
+# offline and reproducible (context.json pins this account's availability zones).
 OFFLINE_ACCOUNT = "000000000000"
 COMPONENTS = ("model-store", "network", "endpoint", "async-lane", "api")
 
@@ -182,10 +182,8 @@ def synthesize(settings: DeploySettings, outdir: Path, *, nag: bool = True) -> d
 
 
 def _pinned_context() -> dict[str, object]:
-    """The `context` of cdk.json (pinned availability zones), for synth without the CLI."""
-    cdk_json = Path(__file__).resolve().parents[1] / "cdk.json"
-    try:
-        context = json.loads(cdk_json.read_text(encoding="utf-8")).get("context", {})
-    except (OSError, ValueError):
-        return {}
+    """The pinned context (the offline account's availability zones and S3 prefix list,
+    feature flags), package data beside this module: the app needs no cdk.json."""
+    pinned = Path(__file__).resolve().parent / "context.json"
+    context = json.loads(pinned.read_text(encoding="utf-8"))
     return dict(context) if isinstance(context, dict) else {}

@@ -20,8 +20,11 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parent.parent / "model_packages" / "examples"
 
 # Tests read no deploy.toml unless they pass one: the repository's own stages
-# (deploy.toml at the root) must not leak into what a test expects.
-os.environ["DEPLOY_CONFIG"] = str(Path(__file__).resolve().parent / "no-such-deploy.toml")
+# (deploy.toml at the root) must not leak into what a test expects. The missing
+# file's folder names the project, so the default endpoint name is `deploy-triton`.
+os.environ["DEPLOY_CONFIG"] = str(
+    Path(__file__).resolve().parent / "deploy-triton" / "no-such-deploy.toml"
+)
 
 
 @dataclass

@@ -26,7 +26,7 @@ TEMPLATE_BODY_LIMIT = 51_200
 CAPABILITIES = ["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"]
 _BOOTSTRAP = (
     "if the message names /cdk-bootstrap/, bootstrap the account and region once "
-    "(`npx cdk bootstrap aws://ACCOUNT/REGION`); otherwise fix what it names and re-run"
+    "(`deploy cdk bootstrap aws://ACCOUNT/REGION`); otherwise fix what it names and re-run"
 )
 _NO_CHANGES = ("didn't contain changes", "No updates are to be performed")
 

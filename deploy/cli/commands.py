@@ -18,6 +18,8 @@ COMMAND_MODULES = (
     "init_config",  # init-config
     "env",  # env build
     "emulate",  # emulate (moto + a local data plane)
+    "project",  # init
+    "cdk",  # cdk (the pinned CDK CLI)
 )
 
 

@@ -62,7 +62,7 @@ def publish_file_assets(
         raise ConfigError(
             f"stack {stack} has container image assets, which need Docker to build",
             where=str(manifest),
-            fix=f"deploy this stack with `npx cdk deploy {stack}`",
+            fix=f"deploy this stack with `deploy cdk deploy {stack}`",
         )
     sent: list[str] = []
     for asset in document.get("files", {}).values():

@@ -219,7 +219,7 @@ class AwsProvider:
                     f"parameter {name} {state} (the stacks need version "
                     f"{MIN_BOOTSTRAP_VERSION} or later)",
                     where=f"account {account}, region {region}",
-                    fix=f"run `npx cdk bootstrap aws://{account}/{region}` once, then re-run "
+                    fix=f"run `deploy cdk bootstrap aws://{account}/{region}` once, then re-run "
                     "`deploy up`",
                 )
 
@@ -473,7 +473,4 @@ class AwsProvider:
 
 
 def _default_template_cache() -> Path:
-    try:
-        return project_root() / "build" / "templates"
-    except ConfigError:
-        return Path("build/templates")
+    return project_root() / "build" / "templates"

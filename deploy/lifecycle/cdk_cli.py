@@ -4,9 +4,9 @@ CloudFormation alone cannot deploy such a stack: its image must be built from
 `deploy_infra/neuron/Dockerfile` and pushed to the bootstrap ECR repository first,
 which `cdk deploy` does with a Docker engine. So an inf1 stage is deployed with
 
-    node_modules/.bin/cdk deploy --app <cloud assembly> --require-approval never <stacks>
+    cdk deploy --app <cloud assembly> --require-approval never <stacks>
 
-(`make install` installs the CLI pinned in package.json). Both tools are
+with the pinned CLI (`deploy.lifecycle.cdk_toolkit`, installed on first use). Both tools are
 checked before anything changes: `require_tools` raises a `DeployError`
 naming what is missing and how to go on.
 """
@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from deploy.errors import ConfigError, DeployError
+from deploy.lifecycle.cdk_toolkit import cdk_cli
 from deploy.lifecycle.provider import Reporter
 from deploy.lifecycle.rollout import Rollout
 
@@ -66,14 +67,9 @@ def engine_problem(engine: str, *, timeout_s: float = 30.0) -> str | None:
 
 
 def cdk_executable(root: Path) -> Path:
-    cli = root / "node_modules" / ".bin" / "cdk"
-    if not cli.is_file():
-        raise ConfigError(
-            "the pinned CDK CLI is not installed",
-            where=str(cli),
-            fix="run `make install` (npm installs the CLI pinned in package.json)",
-        )
-    return cli
+    """The pinned CDK CLI (deploy.lifecycle.cdk_toolkit: the project's, PATH's or the
+    cache's, installed there on first use)."""
+    return cdk_cli(root)
 
 
 def deploy_command(cli: Path, assembly: Path, stacks: Sequence[str]) -> list[str]:
@@ -85,10 +81,9 @@ def require_tools(
 ) -> Path:
     """The CDK CLI's path, once it and a Docker engine are known to be there.
 
-    Raises before anything changes: `ConfigError` without the CLI,
-    `ContainerEngineError` without a Docker engine.
+    Raises before anything changes: `ContainerEngineError` without a Docker engine,
+    `ConfigError` without Node.js (or when the CLI cannot be installed).
     """
-    cli = cdk_executable(root)
     chosen = engine or container_engine()
     problem = engine_problem(chosen)
     if problem is not None:
@@ -98,11 +93,11 @@ def require_tools(
             where=f"stack {', '.join(stacks)}",
             fix=f"run `deploy up --stage {stage}` again on a machine with a running Docker "
             "engine (it builds and pushes the image with the CDK CLI), or deploy the stage's "
-            f"infrastructure from such a machine with `npx cdk deploy --all -c stage={stage}` "
+            f"infrastructure from such a machine with `deploy cdk deploy --all -c stage={stage}` "
             "(the Model reads <prefix>inf1/model.tar.gz unless `-c model_archive=KEY` names "
             "another key under the model prefix)",
         )
-    return cli
+    return cdk_executable(root)
 
 
 def cdk_deploy(
@@ -130,7 +125,9 @@ def cdk_deploy(
         )
     except OSError as exc:
         raise ConfigError(
-            f"cannot run the CDK CLI: {exc}", where=str(cli), fix="run `make install`"
+            f"cannot run the CDK CLI: {exc}",
+            where=str(cli),
+            fix="remove the folder named and run the command again (it is installed afresh)",
         ) from exc
     with process:
         for line in process.stdout or ():

@@ -1,7 +1,9 @@
 """Synthesized CloudFormation templates for a stage: cached, and made rollout-safe.
 
 Synthesizing the CDK app takes seconds; templates are cached under
-`build/templates/<key>/`, keyed by the settings and the infra sources.
+`build/templates/<key>/`, keyed by the settings and the infra sources. The app is
+the packaged one (`python -m deploy_infra.app`, the interpreter running deploy),
+so a project needs no cdk.json; when it has one, its context is passed on.
 
 `pin_endpoint_configs` gives every `AWS::SageMaker::EndpointConfig` a logical
 id derived from its properties. A new instance type or count then appears to
@@ -37,16 +39,16 @@ Synthesizer = Callable[[DeploySettings, Path], dict[str, Path]]
 
 
 def project_root(start: Path | None = None) -> Path:
-    """The folder holding cdk.json (the CDK app's root), searched upwards from cwd."""
+    """The project: the nearest folder holding cdk.json, from cwd upwards; else cwd.
+
+    Its cdk.json (and cdk.context.json) context is added to the packaged app's; the
+    CDK CLI runs there and templates are cached under its `build/`.
+    """
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         if (folder / "cdk.json").is_file():
             return folder
-    raise ConfigError(
-        "no cdk.json in this folder or above it",
-        where=str(here),
-        fix="run `deploy up` from the project (the folder with cdk.json and deploy_infra/)",
-    )
+    return here
 
 
 def cdk_synthesizer(context: dict[str, Any]) -> Synthesizer:
@@ -84,16 +86,39 @@ def settings_context(settings: DeploySettings) -> dict[str, Any]:
     return context
 
 
-def _app_command(root: Path) -> tuple[list[str], dict[str, Any]]:
-    """cdk.json's `app` command (its Python: the interpreter running deploy) and context."""
-    import shlex
+# The packaged CDK app (deploy_infra/app.py), run by the interpreter running deploy.
+APP_MODULE = "deploy_infra.app"
+# Files of the project whose context the CDK CLI would pass the app.
+CONTEXT_FILES = ("cdk.json", "cdk.context.json")
+
+
+def app_command() -> list[str]:
+    """The packaged CDK app, as a command (a separate program: deploy imports none of it)."""
     import sys
 
-    document = json.loads((root / "cdk.json").read_text(encoding="utf-8"))
-    command = shlex.split(str(document["app"]))
-    if command and Path(command[0]).name.startswith("python"):
-        command[0] = sys.executable
-    return command, dict(document.get("context", {}))
+    return [sys.executable, "-m", APP_MODULE]
+
+
+def project_context(root: Path) -> dict[str, Any]:
+    """The context of the project's cdk.json and cdk.context.json (lookups the CDK CLI
+    made), later files winning, as the CLI merges them; {} without them."""
+    context: dict[str, Any] = {}
+    for name in CONTEXT_FILES:
+        path = root / name
+        if not path.is_file():
+            continue
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                f"cannot read JSON: {exc}", where=str(path), fix="correct or remove the file"
+            ) from exc
+        if not isinstance(document, dict):
+            raise ConfigError("expected a JSON object", where=str(path))
+        found = document.get("context", {}) if name == "cdk.json" else document
+        if isinstance(found, dict):
+            context.update(found)
+    return context
 
 
 def _cdk_synthesize(
@@ -101,14 +126,15 @@ def _cdk_synthesize(
     outdir: Path,
     context: dict[str, Any] | None = None,
 ) -> dict[str, Path]:
-    """Run the CDK app (cdk.json's `app`) with the settings as its context; the app is
-    a separate program, so deploy imports nothing of it."""
+    """Run the packaged CDK app with the settings as its context (over the project's
+    cdk.json context, if any); the app is a separate program, so deploy imports nothing
+    of it."""
     import subprocess
 
     root = project_root()
-    command, pinned = _app_command(root)
+    command = app_command()
     full_context = {
-        **pinned,
+        **project_context(root),
         **(context or {}),
         **settings_context(settings),
         NAG_CONTEXT: False,
@@ -139,15 +165,11 @@ def _cdk_synthesize(
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ConfigError(
-            f"cannot run the CDK app: {exc}", where=str(root / "cdk.json"), fix=_APP_FIX
-        ) from exc
+        raise ConfigError(f"cannot run the CDK app: {exc}", where=APP_MODULE, fix=_APP_FIX) from exc
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         detail = " | ".join(lines[-5:])[-1500:] or f"exit code {done.returncode}"
-        raise ConfigError(
-            f"the CDK app failed: {detail}", where=str(root / "cdk.json"), fix=_APP_FIX
-        )
+        raise ConfigError(f"the CDK app failed: {detail}", where=APP_MODULE, fix=_APP_FIX)
     manifest = json.loads((outdir / "manifest.json").read_text(encoding="utf-8"))
     missing = [str(entry.get("key")) for entry in manifest.get("missing", [])]
     if missing:
@@ -155,8 +177,8 @@ def _cdk_synthesize(
         raise ConfigError(
             f"the CDK app needs context values that were not looked up: {', '.join(missing)}",
             where="deploy_infra/",
-            fix="synthesize with the CDK CLI (`npx cdk synth`), which looks them up, or add "
-            "them to cdk.json's context",
+            fix="synthesize once with the CDK CLI (`deploy cdk synth`), which looks them up "
+            "into cdk.context.json, or add them to cdk.json's context",
         )
     stacks = {
         str(artifact.get("displayName") or name): outdir / artifact["properties"]["templateFile"]
@@ -168,25 +190,39 @@ def _cdk_synthesize(
 
 
 _APP_FIX = (
-    "run deploy from the project root (cdk.json and deploy_infra/; the app needs "
-    "`pip install 'triton-sagemaker-deploy[infra]'`)"
+    "the CDK app needs the infra extra: `pip install 'triton-sagemaker-deploy[infra]'` "
+    "(an error in deploy.toml or the flags is named above)"
 )
 
 
-def _root_or_cwd() -> Path:
+def _package_folder(root: Path, package: str) -> Path | None:
+    """Where the app's child process imports `package` from: the project's own copy
+    (it runs in `root`, first on its sys.path), else the installed one."""
+    import importlib.util
+
+    own = root / package
+    if (own / "__init__.py").is_file():
+        return own
     try:
-        return project_root()
-    except ConfigError:
-        return Path.cwd()
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    return Path(locations[0]) if locations else None
 
 
 def _infra_fingerprint(root: Path) -> str:
+    """The app's code and data, the Lambda's code and the project's context files."""
     digest = hashlib.sha256()
-    for path in sorted(
-        [*root.glob("deploy_infra/**/*.py"), root / "cdk.json", *root.glob("deploy_handlers/**/*")]
-    ):
-        if path.is_file() and "__pycache__" not in path.parts:
-            digest.update(str(path.relative_to(root)).encode())
+    files = [(root / name, name) for name in CONTEXT_FILES]
+    for package in ("deploy_infra", "deploy_handlers"):
+        folder = _package_folder(root, package)
+        if folder is None:
+            continue
+        files += [(path, f"{package}/{path.relative_to(folder)}") for path in folder.rglob("*")]
+    for path, name in sorted(files, key=lambda item: item[1]):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            digest.update(name.encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
 
@@ -207,7 +243,7 @@ def stage_templates(
     """The stage's templates (rollout-safe), synthesized once per settings and infra code."""
     from deploy.lifecycle.assets import container_image_stacks
 
-    root = root_dir or _root_or_cwd()
+    root = root_dir or project_root()
     # Only what the CDK app reads: paths of models and packages do not matter here.
     relevant = settings.model_dump_json(
         include={"stage", "region", "endpoint_name", "instance_type", "hosting", "infra"}

@@ -114,7 +114,7 @@ def test_a_missing_cdk_bootstrap_is_found_while_planning(aws: Path, tmp_path: Pa
     assert result.exit_code == 1, result.output
     assert f"account {account} in us-west-2 is not bootstrapped for CDK" in result.output
     assert "/cdk-bootstrap/hnb659fds/version is missing" in result.output
-    assert f"npx cdk bootstrap aws://{account}/us-west-2" in result.output
+    assert f"deploy cdk bootstrap aws://{account}/us-west-2" in result.output
     assert "Traceback" not in result.output
 
 

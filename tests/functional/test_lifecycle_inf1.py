@@ -168,7 +168,7 @@ def test_without_a_docker_engine_up_stops_before_changing_anything(
         assert "Docker is needed to build the Neuron image" in output
         assert "Nothing was uploaded or deployed" in output
         assert "on a machine with a running Docker engine" in output
-        assert "npx cdk deploy --all -c stage=inf1nodocker" in output
+        assert "deploy cdk deploy --all -c stage=inf1nodocker" in output
         assert "Traceback" not in output
         assert stage_stacks("inf1nodocker") == [] and buckets() == before
 
