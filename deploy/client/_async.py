@@ -16,13 +16,8 @@ from typing import Any
 from urllib.parse import quote
 
 from deploy.client._async_inference import AsyncInferenceOptions, AsyncPendingInference
-from deploy.client._core import (
-    ManifestSource,
-    Prepared,
-    finish,
-    prepare,
-    route,
-)
+from deploy.client._core import Prepared, finish, prepare, route
+from deploy.client._discovery import ManifestSource
 from deploy.client._errors import (
     EndpointError,
     InferenceTimeoutError,
@@ -113,7 +108,7 @@ class AsyncEndpoint:
         except ModelNotFoundError:
             if not prepared.route.from_manifest:
                 raise
-            await asyncio.to_thread(self._manifest.refresh)
+            await asyncio.to_thread(self._manifest.refresh, self._sync.discovery_timeout)
             again = await self._prepare(
                 model, inputs, outputs, target_model, class_count, parameters
             )
@@ -168,9 +163,10 @@ class AsyncEndpoint:
     ) -> Prepared:
         if not self._manifest.loaded:
             # Discovery and S3 reads are blocking boto3 calls; keep them off the loop.
-            await asyncio.to_thread(self._manifest.get)
+            await asyncio.to_thread(self._manifest.get, self._sync.discovery_timeout)
         manifest = self._manifest.get()
-        chosen = route(model, target_model, manifest, self._manifest.reason)
+        origin = self._manifest.origin
+        chosen = route(model, target_model, manifest, self._manifest.reason, origin)
         return prepare(
             chosen,
             inputs,
@@ -180,6 +176,7 @@ class AsyncEndpoint:
             max_payload_bytes=self.max_payload_bytes,
             endpoint=self.name,
             manifest=manifest,
+            origin=origin,
         )
 
     async def _send(self, prepared: Prepared) -> InferResult:

@@ -148,8 +148,12 @@ class DeadlineTransport:
         self._pools.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
         self._proxied: dict[str, bool] = {}
 
-    def register(self, client: Any, operation: str = "InvokeEndpoint") -> None:
-        client.meta.events.register(f"before-send.sagemaker-runtime.{operation}", self.send)
+    def register(self, client: Any, operation: str | None = "InvokeEndpoint") -> None:
+        """Send `client`'s `operation` (None: all its operations) within the deadline."""
+        event = f"before-send.{client.meta.service_model.service_id.hyphenize()}"
+        if operation is not None:
+            event += f".{operation}"
+        client.meta.events.register_last(event, self.send)
 
     def uses_proxy(self, url: str) -> bool:
         """Whether the environment sends `url` through a proxy (left to botocore)."""

@@ -80,7 +80,8 @@ def test_async_endpoint_routes_by_parameter_through_s3() -> None:
     assert request.route.target_model is None
     assert request.route.asynchronous is not None
     assert request.route.asynchronous.endpoint is None  # the endpoint itself
-    assert request.route.asynchronous.locations.failure_prefix == PREFIXES["failure_prefix"]
+    scope = request.route.asynchronous.scope
+    assert scope.url(scope.failure_prefix) == PREFIXES["failure_prefix"]
     assert parameters(request)["target_model"] == "strings"
 
 
