@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import json
 import ssl
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,7 +22,7 @@ from deploy.client._errors import (
     InferenceTimeoutError,
     ModelNotFoundError,
 )
-from deploy.client._failures import ErrorAnswer, to_exception
+from deploy.client._failures import ErrorAnswer, error_document, to_exception
 from deploy.client._manifest import ModelInfo
 from deploy.client._result import InferResult
 from deploy.client._retry import Attempts, RetryPolicy, TransientError
@@ -289,12 +288,7 @@ class AsyncEndpoint:
 
 def _answer_from_http(status: int, headers: Mapping[str, str], body: bytes) -> ErrorAnswer:
     """Read an AWS JSON error answer (the same facts botocore would parse)."""
-    try:
-        document = json.loads(body.decode("utf-8")) if body else {}
-    except (UnicodeDecodeError, ValueError):
-        document = {}
-    if not isinstance(document, dict):
-        document = {}
+    document = error_document(body) or {}
     code = headers.get("x-amzn-ErrorType") or str(document.get("__type", "")) or None
     if code:
         code = code.split(":", 1)[0].rsplit("#", 1)[-1]

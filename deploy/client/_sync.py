@@ -23,6 +23,7 @@ from deploy.client._errors import (
     EndpointError,
     InferenceTimeoutError,
     ModelNotFoundError,
+    ResponseFormatError,
 )
 from deploy.client._failures import ErrorAnswer, answer_from_response, to_exception
 from deploy.client._manifest import ModelInfo
@@ -319,6 +320,8 @@ class Endpoint:
             )
         if isinstance(exc, BotoCoreError):
             return EndpointError(str(exc), where=where)
+        if isinstance(exc, RecursionError | MemoryError):  # botocore parsing an error body
+            return _unparsable(exc, where)
         return None
 
     def _invoke_boto3(self, prepared: Prepared) -> tuple[bytes, str | None]:
@@ -434,6 +437,8 @@ class Endpoint:
                     ) from exc
                 except BotoCoreError as exc:
                     raise EndpointError(str(exc), where=where) from exc
+                except (RecursionError, MemoryError) as exc:  # botocore parsing the answer
+                    raise _unparsable(exc, where) from exc
             except TransientError as failure:
                 time.sleep(attempts.delay_after(failure))
 
@@ -555,6 +560,14 @@ class Endpoint:
         # boto3 sessions keep botocore's as `_session`; a botocore session is its own.
         bundle = getattr(session, "_session", session).get_config_variable("ca_bundle")
         return str(bundle) if bundle else None
+
+
+def _unparsable(exc: BaseException, where: str) -> ResponseFormatError:
+    return ResponseFormatError(
+        f"the endpoint's answer is JSON nested too deeply or too large to parse "
+        f"({type(exc).__name__})",
+        where=where,
+    )
 
 
 def _answer_from_botocore(response: Mapping[str, Any]) -> ErrorAnswer:
