@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deploy.client._codec import EncodedRequest, decode_response, encode_input, encode_request
+from deploy.client._discovery import ENDPOINT_MANIFEST_PATH as ENDPOINT_MANIFEST_PATH
 from deploy.client._errors import (
     ManifestError,
     ModelNotFoundError,
@@ -28,6 +29,7 @@ from deploy.client.manifest import (
     ROUTER,
     ROUTER_PARAMETER,
     SERVERLESS,
+    AsyncLocations,
 )
 
 # SageMaker real-time InvokeEndpoint accepts at most 6 MB of payload,
@@ -49,6 +51,16 @@ class AsyncTarget:
 
     endpoint: str | None
     scope: S3Scope
+
+    @property
+    def locations(self) -> AsyncLocations:
+        """The three prefixes as s3:// URLs."""
+        scope = self.scope
+        return AsyncLocations(
+            scope.url(scope.input_prefix),
+            scope.url(scope.output_prefix),
+            scope.url(scope.failure_prefix),
+        )
 
 
 @dataclass(frozen=True, slots=True)

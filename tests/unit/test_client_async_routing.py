@@ -80,8 +80,7 @@ def test_async_endpoint_routes_by_parameter_through_s3() -> None:
     assert request.route.target_model is None
     assert request.route.asynchronous is not None
     assert request.route.asynchronous.endpoint is None  # the endpoint itself
-    scope = request.route.asynchronous.scope
-    assert scope.url(scope.failure_prefix) == PREFIXES["failure_prefix"]
+    assert request.route.asynchronous.locations.failure_prefix == PREFIXES["failure_prefix"]
     assert parameters(request)["target_model"] == "strings"
 
 
