@@ -211,7 +211,7 @@ class ManifestSource:
                 "GET",
                 None,
                 {"Accept": "application/json"},
-                remaining() or limit,
+                _left(limit),
                 max_bytes=MAX_MANIFEST_BYTES,
             )
         except BodyTooLargeError as exc:
@@ -225,3 +225,8 @@ class ManifestSource:
         if status != 200:
             return None, f"{url} gave no manifest (HTTP {status})"
         return (Manifest.from_bytes(raw, url), Origin(url)), ""
+
+
+def _left(limit: float) -> float:
+    left = remaining()
+    return limit if left is None else left

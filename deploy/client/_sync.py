@@ -53,7 +53,8 @@ class Endpoint:
     urllib3 connections, with botocore's endpoint resolution and credentials;
     `transport="boto3"` calls the boto3 client's `invoke_endpoint`; both fail
     and retry alike. `timeout` bounds each attempt as a
-    whole: connect, send and every read (seconds); `retries` is a
+    whole: connect, send and every read (seconds), and finding the manifest
+    on first use (at most 16 MiB of it is read); `retries` is a
     `RetryPolicy` (or a number of attempts) for transient failures, its
     `total_timeout` bounds all attempts. `client` injects a ready
     sagemaker-runtime client (tests, custom transports); it keeps its own
@@ -67,7 +68,8 @@ class Endpoint:
     endpoint with an async lane, requests travel through S3 as
     `async_options` (`AsyncInferenceOptions`) says; `async_endpoint_url`
     sends the lane's InvokeEndpointAsync elsewhere than `endpoint_url`
-    (a second local endpoint).
+    (a second local endpoint). Only objects under the manifest's own
+    asynchronous prefixes, in its bucket, are read, written or deleted.
     """
 
     def __init__(

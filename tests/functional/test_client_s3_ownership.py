@@ -30,7 +30,7 @@ import boto3
 import numpy as np
 import pytest
 
-from deploy.client import Endpoint, ManifestError, ResponseFormatError
+from deploy.client import AsyncInferenceOptions, Endpoint, ManifestError, ResponseFormatError
 from deploy.client._codec import decode_request, encode_input, encode_response
 
 pytestmark = pytest.mark.moto
@@ -192,8 +192,13 @@ def publish_async(stage: Stage) -> None:
 
 def endpoint(stage: Stage, **options: Any) -> Endpoint:
     # The endpoint's runtime is the loopback server; the control plane and S3 are moto's.
+    # A short wait: an answer at a location the SDK refuses never shows up where it looks.
     return Endpoint(
-        stage.name, endpoint_url=stage.endpoint, session=stage.client_session(), **options
+        stage.name,
+        endpoint_url=stage.endpoint,
+        session=stage.client_session(),
+        async_options=AsyncInferenceOptions(wait_timeout=15),
+        **options,
     )
 
 
