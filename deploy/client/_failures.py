@@ -143,6 +143,10 @@ def error_document(body: bytes) -> dict[str, Any] | None:
     return document if isinstance(document, dict) else {}
 
 
+def _shortened(text: str, limit: int = 4096) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def answer_from_response(status: int, headers: Mapping[str, str], body: bytes) -> ErrorAnswer:
     """Read an InvokeEndpoint error answer the way botocore's rest-json parser
     does, so a request sent without botocore fails with the same facts.
@@ -157,7 +161,7 @@ def answer_from_response(status: int, headers: Mapping[str, str], body: bytes) -
         )
     document = error_document(body)
     if document is None:  # botocore keeps an unparsable body as the message
-        document = {"message": body[:MAX_ERROR_DOCUMENT].decode("utf-8", "replace")}
+        document = {"message": _shortened(body.decode("utf-8", "replace"))}
     message = document.get("message", document.get("Message", ""))
     code = document.get("__type", str(status))
     if "x-amzn-errortype" in headers:

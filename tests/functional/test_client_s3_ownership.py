@@ -101,6 +101,14 @@ def _handler(stage: Stage) -> type[BaseHTTPRequestHandler]:
                 failure = f"s3://{stage.victim}/{VICTIM_KEY}"
             elif mode == "traversal":
                 output = f"{stage.prefix('output')}../../../{VICTIM_KEY}"
+            elif mode == "deep-error":  # botocore's parser raises RecursionError on it
+                deep = b"[" * 100_000 + b"]" * 100_000
+                self.send_response(400)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(deep)))
+                self.end_headers()
+                self.wfile.write(deep)
+                return
             body = json.dumps({"InferenceId": inference}).encode()
             self.send_response(202)
             self.send_header("Content-Type", "application/json")
@@ -270,3 +278,10 @@ def test_without_discovery_the_owner_is_not_known_and_not_sent(stage: Stage) -> 
         assert client.infer("double", SMALL)["OUTPUT0"].tolist() == [0.0, 2.0, 4.0, 6.0]
     assert stage.sent
     assert all("x-amz-expected-bucket-owner" not in headers for _, _, headers in stage.sent)
+
+
+def test_a_deeply_nested_error_answer_is_an_sdk_error(stage: Stage) -> None:
+    publish_async(stage)
+    stage.behaviour["mode"] = "deep-error"
+    with endpoint(stage) as client, pytest.raises(ResponseFormatError, match="nested too deeply"):
+        client.infer("double", SMALL)
