@@ -118,7 +118,12 @@ class Connections:
         try:
             connection.request(method, self.path, body, dict(headers))
             response = connection.getresponse()
-            data = response.read() if max_bytes is None else _read_at_most(response, max_bytes)
+            try:
+                data = response.read() if max_bytes is None else _read_at_most(response, max_bytes)
+            except BaseException:
+                # An answer that closes the connection owns its socket: close it too.
+                response.close()
+                raise
         except ssl.SSLError as exc:
             connection.close()
             raise SSLError(endpoint_url=self.url, error=exc) from exc
