@@ -38,6 +38,9 @@ from deploy.client.manifest import MAX_MANIFEST_BYTES
 ENDPOINT_MANIFEST_PATH = "/deploy/manifest.json"
 # How long discovery may take when the caller gives no deadline.
 DEFAULT_DISCOVERY_TIMEOUT = 10.0
+# A failure this close to the deadline is taken for the deadline passing (a socket
+# timeout armed to the time left may fire a hair early).
+_SLACK = 0.05
 
 ManifestLocation = str | Path | Manifest | None
 
@@ -109,7 +112,7 @@ class ManifestSource:
     def _expired(self, what: str, limit: float) -> InferenceTimeoutError | None:
         """The timeout error when the deadline has passed (else None)."""
         left = remaining()
-        if left is None or left > 0:
+        if left is None or left > _SLACK:
             return None
         return InferenceTimeoutError(
             f"{what} did not arrive within timeout={limit:g}s",
