@@ -22,7 +22,8 @@ from deploy.client._async_inference import (
     PendingInference,
 )
 from deploy.client._codec import DecodedResponse, EncodedRequest, Tensor, decode, encode
-from deploy.client._core import DEFAULT_MAX_PAYLOAD, endpoint_name_at
+from deploy.client._core import DEFAULT_MAX_PAYLOAD
+from deploy.client._discovery import endpoint_name_at
 from deploy.client._dtypes import from_bfloat16, to_bfloat16
 from deploy.client._errors import (
     ClientError,

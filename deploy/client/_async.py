@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import json
 import ssl
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -16,19 +15,14 @@ from typing import Any
 from urllib.parse import quote
 
 from deploy.client._async_inference import AsyncInferenceOptions, AsyncPendingInference
-from deploy.client._core import (
-    ManifestSource,
-    Prepared,
-    finish,
-    prepare,
-    route,
-)
+from deploy.client._core import Prepared, finish, prepare, route
+from deploy.client._discovery import ManifestSource
 from deploy.client._errors import (
     EndpointError,
     InferenceTimeoutError,
     ModelNotFoundError,
 )
-from deploy.client._failures import ErrorAnswer, to_exception
+from deploy.client._failures import ErrorAnswer, error_document, to_exception
 from deploy.client._manifest import ModelInfo
 from deploy.client._result import InferResult
 from deploy.client._retry import Attempts, RetryPolicy, TransientError
@@ -113,7 +107,7 @@ class AsyncEndpoint:
         except ModelNotFoundError:
             if not prepared.route.from_manifest:
                 raise
-            await asyncio.to_thread(self._manifest.refresh)
+            await asyncio.to_thread(self._manifest.refresh, self._sync.discovery_timeout)
             again = await self._prepare(
                 model, inputs, outputs, target_model, class_count, parameters
             )
@@ -168,9 +162,10 @@ class AsyncEndpoint:
     ) -> Prepared:
         if not self._manifest.loaded:
             # Discovery and S3 reads are blocking boto3 calls; keep them off the loop.
-            await asyncio.to_thread(self._manifest.get)
+            await asyncio.to_thread(self._manifest.get, self._sync.discovery_timeout)
         manifest = self._manifest.get()
-        chosen = route(model, target_model, manifest, self._manifest.reason)
+        origin = self._manifest.origin
+        chosen = route(model, target_model, manifest, self._manifest.reason, origin)
         return prepare(
             chosen,
             inputs,
@@ -180,6 +175,7 @@ class AsyncEndpoint:
             max_payload_bytes=self.max_payload_bytes,
             endpoint=self.name,
             manifest=manifest,
+            origin=origin,
         )
 
     async def _send(self, prepared: Prepared) -> InferResult:
@@ -292,12 +288,7 @@ class AsyncEndpoint:
 
 def _answer_from_http(status: int, headers: Mapping[str, str], body: bytes) -> ErrorAnswer:
     """Read an AWS JSON error answer (the same facts botocore would parse)."""
-    try:
-        document = json.loads(body.decode("utf-8")) if body else {}
-    except (UnicodeDecodeError, ValueError):
-        document = {}
-    if not isinstance(document, dict):
-        document = {}
+    document = error_document(body) or {}
     code = headers.get("x-amzn-ErrorType") or str(document.get("__type", "")) or None
     if code:
         code = code.split(":", 1)[0].rsplit("#", 1)[-1]

@@ -12,6 +12,11 @@
     cleanup  the input (once no other call of this client still uses it) and
              the answer object are deleted unless `keep_objects`.
 
+Every object touched lies under the manifest's own prefixes, with the
+bucket owner's account when it is known (`deploy.client._ownership`): an
+answer naming an output or failure location elsewhere is refused before
+anything is read or deleted.
+
 The blocking steps are plain boto3 calls; `AsyncEndpoint` runs them in a
 thread and waits with `asyncio.sleep`.
 """
@@ -29,17 +34,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from deploy.client._core import AsyncTarget, Prepared, finish
+from deploy.client._core import Prepared, finish
 from deploy.client._errors import (
     EndpointError,
     InferenceTimeoutError,
     ModelError,
     ResponseFormatError,
 )
-from deploy.client._manifest import split_s3_url
+from deploy.client._ownership import S3Scope
 from deploy.client._result import InferResult
 
 _MIB = 1024 * 1024
+# A failure object holds an error message: more than this is not read.
+_MAX_FAILURE_TEXT = 64 * 1024
 _BINARY_CONTENT_TYPE = "application/vnd.sagemaker-triton.binary+json"
 
 
@@ -87,6 +94,10 @@ class _Call:
     failure_location: str
     failure_prefix: str
     started: float
+    scope: S3Scope
+    input_key: str
+    output_key: str
+    failure_key: str | None
 
 
 class AsyncInferenceClient:
@@ -119,7 +130,9 @@ class AsyncInferenceClient:
         endpoint = target.endpoint or default_endpoint
         started = self._clock()
         where = f"endpoint {endpoint!r}, model {prepared.route.model!r}"
-        location = self._upload(prepared, target, where)
+        scope = target.scope
+        key = scope.input_prefix + hashlib.sha256(prepared.request.body).hexdigest()
+        location = self._upload(prepared, scope, key, where)
         request: dict[str, Any] = {
             "EndpointName": endpoint,
             "InputLocation": location,
@@ -131,6 +144,12 @@ class AsyncInferenceClient:
             request["RequestTTLSeconds"] = self.options.request_ttl
         try:
             answer = self._invoke(request, endpoint, prepared.route.model)
+            # The endpoint names where its answer will be: only the manifest's own
+            # prefixes are taken (nothing else is ever read or deleted).
+            output = answer.get("OutputLocation")
+            output_key = scope.output_key(output, where)
+            failure = answer.get("FailureLocation") or None
+            failure_key = None if failure is None else scope.failure_key(failure, where)
         except BaseException:
             self._release(location)
             raise
@@ -139,30 +158,33 @@ class AsyncInferenceClient:
             endpoint=endpoint,
             inference_id=str(answer.get("InferenceId", "")),
             input_location=location,
-            output_location=str(answer["OutputLocation"]),
-            failure_location=str(answer.get("FailureLocation") or ""),
-            failure_prefix=target.locations.failure_prefix,
+            output_location=str(output),
+            failure_location=str(failure or ""),
+            failure_prefix=scope.url(scope.failure_prefix),
             started=started,
+            scope=scope,
+            input_key=key,
+            output_key=output_key,
+            failure_key=failure_key,
         )
 
-    def _upload(self, prepared: Prepared, target: AsyncTarget, where: str) -> str:
+    def _upload(self, prepared: Prepared, scope: S3Scope, key: str, where: str) -> str:
         from boto3.s3.transfer import TransferConfig
         from botocore.exceptions import BotoCoreError, ClientError
 
         body = prepared.request.body
-        bucket, _, prefix = target.locations.input_prefix.removeprefix("s3://").partition("/")
-        key = prefix + hashlib.sha256(body).hexdigest()
-        location = f"s3://{bucket}/{key}"
+        bucket = scope.bucket
+        location = scope.url(key)
         with self._lock:
             self._in_use[location] = self._in_use.get(location, 0) + 1
         s3 = self._s3()
         try:
-            if self._stored_size(s3, bucket, key) != len(body):
+            if self._stored_size(s3, scope, key) != len(body):
                 s3.upload_fileobj(
                     io.BytesIO(body),  # shares the bytes' buffer: no copy of the body
                     bucket,
                     key,
-                    ExtraArgs={"ContentType": prepared.request.content_type},
+                    ExtraArgs={"ContentType": prepared.request.content_type, **scope.owner_args()},
                     Config=TransferConfig(
                         multipart_threshold=self.options.multipart_threshold,
                         multipart_chunksize=self.options.part_size,
@@ -175,16 +197,17 @@ class AsyncInferenceClient:
                 f"cannot upload the request to {location}: {exc}",
                 where=where,
                 fix="check that these credentials may write under the input prefix "
-                f"{target.locations.input_prefix}",
+                f"{scope.url(scope.input_prefix)}",
             ) from exc
         return location
 
     @staticmethod
-    def _stored_size(s3: Any, bucket: str, key: str) -> int | None:
+    def _stored_size(s3: Any, scope: S3Scope, key: str) -> int | None:
         from botocore.exceptions import ClientError
 
         try:
-            return int(s3.head_object(Bucket=bucket, Key=key)["ContentLength"])
+            answer = s3.head_object(Bucket=scope.bucket, Key=key, **scope.owner_args())
+            return int(answer["ContentLength"])
         except ClientError:
             return None
 
@@ -192,17 +215,17 @@ class AsyncInferenceClient:
     def poll(self, call: _Call) -> str | None:
         """ "output", "failure" or None (neither exists yet)."""
         s3 = self._s3()
-        for state, url in (("output", call.output_location), ("failure", call.failure_location)):
-            if url and self._exists(s3, url, call):
+        for state, key in (("output", call.output_key), ("failure", call.failure_key)):
+            if key and self._exists(s3, key, call):
                 return state
         return None
 
-    def _exists(self, s3: Any, url: str, call: _Call) -> bool:
+    def _exists(self, s3: Any, key: str, call: _Call) -> bool:
         from botocore.exceptions import BotoCoreError, ClientError
 
-        bucket, key = split_s3_url(url)
+        url = call.scope.url(key)
         try:
-            s3.head_object(Bucket=bucket, Key=key)
+            s3.head_object(Bucket=call.scope.bucket, Key=key, **call.scope.owner_args())
         except ClientError as exc:
             status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
             if status == 404 or exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey"):
@@ -242,13 +265,15 @@ class AsyncInferenceClient:
         """Read the answer that appeared, clean up, and decode it (or raise its error)."""
         try:
             if state == "failure":
-                text = self._read(call.failure_location, call)[0].decode("utf-8", "replace")
+                assert call.failure_key is not None  # polled only when there is one
+                raw = self._read(call.failure_key, call, _MAX_FAILURE_TEXT)[0]
+                text = raw.decode("utf-8", "replace")
                 raise ModelError(
                     text.strip() or "the endpoint wrote an empty failure object",
                     where=f"{self._where(call)}, inference {call.inference_id}",
                     fix=f"the failure object is {call.failure_location}",
                 )
-            body, content_type = self._read(call.output_location, call)
+            body, content_type = self._read(call.output_key, call, None)
         finally:
             self._cleanup(call, state)
         return finish(call.prepared, body, _content_type(body, content_type))
@@ -269,31 +294,41 @@ class AsyncInferenceClient:
             await asyncio.sleep(delay)
         raise AssertionError("unreachable: delays() raises when the wait is over")
 
-    def _read(self, url: str, call: _Call) -> tuple[bytes, str | None]:
+    def _read(self, key: str, call: _Call, at_most: int | None) -> tuple[bytes, str | None]:
+        """An answer object (its first `at_most` bytes when given)."""
         from botocore.exceptions import BotoCoreError, ClientError
 
-        bucket, key = split_s3_url(url)
+        url = call.scope.url(key)
         try:
-            answer = self._s3().get_object(Bucket=bucket, Key=key)
-            return answer["Body"].read(), answer.get("ContentType")
+            answer = self._s3().get_object(
+                Bucket=call.scope.bucket, Key=key, **call.scope.owner_args()
+            )
+            body = answer["Body"]
+            try:
+                return body.read(at_most), answer.get("ContentType")
+            finally:
+                body.close()
         except (BotoCoreError, ClientError) as exc:
             raise EndpointError(
                 f"cannot read the answer {url}: {exc}", where=self._where(call)
             ) from exc
+        except MemoryError as exc:
+            raise ResponseFormatError(
+                f"the answer {url} is too large to hold in memory", where=self._where(call)
+            ) from exc
 
     def _cleanup(self, call: _Call, state: str) -> None:
-        answer = call.output_location if state == "output" else call.failure_location
+        answer = call.output_key if state == "output" else call.failure_key
         last_user = self._release(call.input_location)
         if self.options.keep_objects:
             return
         from botocore.exceptions import BotoCoreError, ClientError
 
         s3 = self._s3()
-        for url in ([call.input_location] if last_user else []) + [answer]:
-            bucket, key = split_s3_url(url)
+        for key in ([call.input_key] if last_user else []) + ([answer] if answer else []):
             # Leftovers are harmless; an S3 lifecycle rule may expire them.
             with contextlib.suppress(BotoCoreError, ClientError):
-                s3.delete_object(Bucket=bucket, Key=key)
+                s3.delete_object(Bucket=call.scope.bucket, Key=key, **call.scope.owner_args())
 
     def _release(self, location: str) -> bool:
         """One call less uses `location`; True when it was the last."""
@@ -319,6 +354,8 @@ def _content_type(body: bytes, content_type: str | None) -> str | None:
         return content_type
     try:
         _, end = json.JSONDecoder().raw_decode(body[: min(len(body), 1 << 20)].decode("latin-1"))
+    except RecursionError as exc:  # nesting deeper than the parser's stack
+        raise ResponseFormatError("the answer's JSON header is nested too deeply") from exc
     except ValueError as exc:
         if len(body) <= 1 << 20:
             raise ResponseFormatError(f"the answer's JSON header is malformed: {exc}") from exc

@@ -345,8 +345,13 @@ def _decode(body: Buffer | bytearray, content_type: str | None, key: str) -> Dec
 def _parse_header(raw: memoryview) -> dict[str, Any]:
     try:
         header = _DECODER.decode(str(raw, "utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+    except (UnicodeDecodeError, ValueError) as exc:
         raise ResponseFormatError(f"response header is not JSON: {exc}") from exc
+    except (RecursionError, MemoryError) as exc:
+        raise ResponseFormatError(
+            f"response header is JSON nested too deeply or too large to parse "
+            f"({type(exc).__name__}, {raw.nbytes} bytes)"
+        ) from exc
     if not isinstance(header, dict):
         raise ResponseFormatError("response header is not a JSON object")
     if "error" in header and "outputs" not in header and "inputs" not in header:

@@ -36,6 +36,16 @@ def _connect(address: tuple[str, int], timeout: Any = None, source: Any = None) 
     return _adopt(socket.create_connection(address, timeout, source))
 
 
+class BodyTooLargeError(Exception):
+    """An answer announced (or sent) more than the caller's `max_bytes`; `at_least`
+    when `size` is what was read before stopping rather than the announced length."""
+
+    def __init__(self, size: int, *, at_least: bool) -> None:
+        super().__init__(f"the answer has {'at least ' if at_least else ''}{size} bytes")
+        self.size = size
+        self.at_least = at_least
+
+
 class Connections:
     """Up to `max_idle` idle connections to `url`'s host; `ca_bundle` verifies TLS
     (None: botocore's default bundle)."""
@@ -94,14 +104,26 @@ class Connections:
         return self._new(left)
 
     def request(
-        self, method: str, body: Any, headers: Mapping[str, str], left: float
+        self,
+        method: str,
+        body: Any,
+        headers: Mapping[str, str],
+        left: float,
+        *,
+        max_bytes: int | None = None,
     ) -> tuple[int, http.client.HTTPMessage, bytes]:
-        """Status, headers and the whole body of one exchange."""
+        """Status, headers and the whole body of one exchange; a body over
+        `max_bytes` raises `BodyTooLargeError`, unread past that limit."""
         connection = self._take(left)
         try:
             connection.request(method, self.path, body, dict(headers))
             response = connection.getresponse()
-            data = response.read()
+            try:
+                data = response.read() if max_bytes is None else _read_at_most(response, max_bytes)
+            except BaseException:
+                # An answer that closes the connection owns its socket: close it too.
+                response.close()
+                raise
         except ssl.SSLError as exc:
             connection.close()
             raise SSLError(endpoint_url=self.url, error=exc) from exc
@@ -111,7 +133,7 @@ class Connections:
         except (OSError, http.client.HTTPException) as exc:
             connection.close()
             raise ConnectionClosedError(endpoint_url=self.url) from exc
-        except BaseException:
+        except BaseException:  # BodyTooLargeError included: the rest stays unread
             connection.close()
             raise
         if response.will_close or len(self._idle) >= self.max_idle:
@@ -123,3 +145,13 @@ class Connections:
     def close(self) -> None:
         while self._idle:
             self._idle.pop().close()
+
+
+def _read_at_most(response: http.client.HTTPResponse, max_bytes: int) -> bytes:
+    length = response.getheader("Content-Length", "")
+    if length.isdigit() and int(length) > max_bytes:
+        raise BodyTooLargeError(int(length), at_least=False)
+    data = response.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise BodyTooLargeError(len(data), at_least=True)
+    return data

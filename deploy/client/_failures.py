@@ -36,6 +36,8 @@ _LOAD_FAILURE_HINTS = (
     "unable to load",
     "unavailable state",
 )
+# An AWS error answer is a small JSON object; a larger body is kept as text, unparsed.
+MAX_ERROR_DOCUMENT = 1024 * 1024
 _MISSING_MODULE = re.compile(r"No module named '([^']+)'")
 # Triton: "load failed for model 'm': version 1 is at UNAVAILABLE state: <cause>"
 _LOAD_CAUSES = (
@@ -127,6 +129,24 @@ def load_failure_fix(message: str) -> str:
     return f"the model failed to load: {text} (the endpoint's log has the details)"
 
 
+def error_document(body: bytes) -> dict[str, Any] | None:
+    """An error answer's JSON object ({} for an empty body or another JSON value);
+    None when it is not JSON, too large or nested too deeply to parse."""
+    if not body:
+        return {}
+    if len(body) > MAX_ERROR_DOCUMENT:
+        return None
+    try:
+        document = json.loads(body.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return None
+    return document if isinstance(document, dict) else {}
+
+
+def _shortened(text: str, limit: int = 4096) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def answer_from_response(status: int, headers: Mapping[str, str], body: bytes) -> ErrorAnswer:
     """Read an InvokeEndpoint error answer the way botocore's rest-json parser
     does, so a request sent without botocore fails with the same facts.
@@ -139,12 +159,9 @@ def answer_from_response(status: int, headers: Mapping[str, str], body: bytes) -
         return ErrorAnswer(
             status=status, code=code, message=http.client.responses.get(status, "") or code or ""
         )
-    try:
-        document: Any = json.loads(body.decode("utf-8")) if body else {}
-    except ValueError:  # botocore keeps an unparsable body as the message
-        document = {"message": body.decode("utf-8", "replace")}
-    if not isinstance(document, dict):
-        document = {}
+    document = error_document(body)
+    if document is None:  # botocore keeps an unparsable body as the message
+        document = {"message": _shortened(body.decode("utf-8", "replace"))}
     message = document.get("message", document.get("Message", ""))
     code = document.get("__type", str(status))
     if "x-amzn-errortype" in headers:

@@ -38,6 +38,7 @@ __all__ = [
     "Manifest",
     "ModelInfo",
     "TensorSpec",
+    "check_size",
     "manifest_url_for",
     "split_s3_url",
 ]
@@ -85,6 +86,12 @@ class Manifest(_format.Manifest):
         """Read a local manifest file (or the manifest.json inside a directory)."""
         with _as_client_error():
             return cls._of(_format.read(path))
+
+
+def check_size(size: int, source: str, *, at_least: bool = False) -> None:
+    """Refuse a manifest of `size` bytes over the contract's limit (before reading it)."""
+    with _as_client_error():
+        _format.check_size(size, source, at_least=at_least)
 
 
 def split_s3_url(url: str) -> tuple[str, str]:

@@ -15,21 +15,15 @@ from deploy.client._async_inference import (
     AsyncInferenceOptions,
     PendingInference,
 )
-from deploy.client._core import (
-    ManifestLocation,
-    ManifestSource,
-    Prepared,
-    endpoint_name_at,
-    finish,
-    prepare,
-    route,
-)
+from deploy.client._core import Prepared, finish, prepare, route
 from deploy.client._deadline import deadline
+from deploy.client._discovery import ManifestLocation, ManifestSource, endpoint_name_at
 from deploy.client._errors import (
     ClientError,
     EndpointError,
     InferenceTimeoutError,
     ModelNotFoundError,
+    ResponseFormatError,
 )
 from deploy.client._failures import ErrorAnswer, answer_from_response, to_exception
 from deploy.client._manifest import ModelInfo
@@ -59,7 +53,8 @@ class Endpoint:
     urllib3 connections, with botocore's endpoint resolution and credentials;
     `transport="boto3"` calls the boto3 client's `invoke_endpoint`; both fail
     and retry alike. `timeout` bounds each attempt as a
-    whole: connect, send and every read (seconds); `retries` is a
+    whole: connect, send and every read (seconds), and finding the manifest
+    on first use (at most 16 MiB of it is read); `retries` is a
     `RetryPolicy` (or a number of attempts) for transient failures, its
     `total_timeout` bounds all attempts. `client` injects a ready
     sagemaker-runtime client (tests, custom transports); it keeps its own
@@ -73,7 +68,8 @@ class Endpoint:
     endpoint with an async lane, requests travel through S3 as
     `async_options` (`AsyncInferenceOptions`) says; `async_endpoint_url`
     sends the lane's InvokeEndpointAsync elsewhere than `endpoint_url`
-    (a second local endpoint).
+    (a second local endpoint). Only objects under the manifest's own
+    asynchronous prefixes, in its bucket, are read, written or deleted.
     """
 
     def __init__(
@@ -111,6 +107,7 @@ class Endpoint:
         self._session = session
         self._runtime = client
         self._transport: DeadlineTransport | None = None
+        self._control_transport: DeadlineTransport | None = None
         self._direct: DirectInvoker | None = None
         self._connections: Connections | None = None
         self._direct_ready = False
@@ -128,6 +125,8 @@ class Endpoint:
             client_factory=self._aws_client,
             discover=discover,
             endpoint_url=endpoint_url,
+            connect_timeout=connect_timeout,
+            ca_bundle=self._ca_bundle,
         )
 
     # -- public surface -------------------------------------------------------------
@@ -156,7 +155,7 @@ class Endpoint:
             # The manifest may have moved on (a new archive name): re-read it once.
             if not prepared.route.from_manifest:
                 raise
-            self._manifest.refresh()
+            self._manifest.refresh(self.discovery_timeout)
             again = self._prepare(model, inputs, outputs, target_model, class_count, parameters)
             if again.route.target_model == prepared.route.target_model:
                 raise
@@ -185,7 +184,7 @@ class Endpoint:
 
     def model_info(self, model: str) -> ModelInfo | None:
         """What the manifest declares for `model` (None when unknown or no manifest)."""
-        manifest = self._manifest.get()
+        manifest = self._manifest.get(self.discovery_timeout)
         return manifest.find(model) if manifest is not None else None
 
     def close(self) -> None:
@@ -193,8 +192,9 @@ class Endpoint:
         for client in [self._runtime, *self._clients.values(), *self._async_runtimes.values()]:
             if client is not None and hasattr(client, "close"):
                 client.close()
-        if self._transport is not None:
-            self._transport.close()
+        for transport in (self._transport, self._control_transport):
+            if transport is not None:
+                transport.close()
         if self._connections is not None:
             self._connections.close()
 
@@ -215,8 +215,9 @@ class Endpoint:
         class_count: int | None,
         parameters: Mapping[str, Any] | None,
     ) -> Prepared:
-        manifest = self._manifest.get()
-        chosen = route(model, target_model, manifest, self._manifest.reason)
+        manifest = self._manifest.get(self.discovery_timeout)
+        origin = self._manifest.origin
+        chosen = route(model, target_model, manifest, self._manifest.reason, origin)
         return prepare(
             chosen,
             inputs,
@@ -226,7 +227,13 @@ class Endpoint:
             max_payload_bytes=self.max_payload_bytes,
             endpoint=self.name,
             manifest=manifest,
+            origin=origin,
         )
+
+    @property
+    def discovery_timeout(self) -> float:
+        """How long finding the manifest may take on first use: a call's `timeout`."""
+        return min(self.timeout, self.retries.total_timeout)
 
     def _send(self, prepared: Prepared) -> InferResult:
         if prepared.route.asynchronous is not None:
@@ -315,6 +322,8 @@ class Endpoint:
             )
         if isinstance(exc, BotoCoreError):
             return EndpointError(str(exc), where=where)
+        if isinstance(exc, RecursionError | MemoryError):  # botocore parsing an error body
+            return _unparsable(exc, where)
         return None
 
     def _invoke_boto3(self, prepared: Prepared) -> tuple[bytes, str | None]:
@@ -430,6 +439,8 @@ class Endpoint:
                     ) from exc
                 except BotoCoreError as exc:
                     raise EndpointError(str(exc), where=where) from exc
+                except (RecursionError, MemoryError) as exc:  # botocore parsing the answer
+                    raise _unparsable(exc, where) from exc
             except TransientError as failure:
                 time.sleep(attempts.delay_after(failure))
 
@@ -526,16 +537,39 @@ class Endpoint:
         return client
 
     def _aws_client(self, service: str) -> Any:
-        """Control-plane clients (sagemaker, s3) for manifest discovery."""
+        """Control-plane clients (sagemaker, s3) for manifest discovery; their requests
+        stop at the calling thread's deadline (see `deploy.client._discovery`)."""
         if service not in self._clients:
             from botocore.config import Config
 
+            from deploy.client._transport import DeadlineTransport
+
             # Discovery is a convenience: fail fast rather than stall the first call.
             config = Config(connect_timeout=5, read_timeout=10, retries={"total_max_attempts": 2})
-            self._clients[service] = self._boto_session().client(
-                service, region_name=self._region(), config=config
-            )
+            client = self._boto_session().client(service, region_name=self._region(), config=config)
+            with self._setup:
+                if self._control_transport is None:
+                    self._control_transport = DeadlineTransport(
+                        connect_timeout=5, max_connections=4, ca_bundle=self._ca_bundle()
+                    )
+            self._control_transport.register(client, operation=None)
+            self._clients[service] = client
         return self._clients[service]
+
+    def _ca_bundle(self) -> str | None:
+        """What botocore verifies TLS with (AWS_CA_BUNDLE, the profile's ca_bundle)."""
+        session = self._boto_session()
+        # boto3 sessions keep botocore's as `_session`; a botocore session is its own.
+        bundle = getattr(session, "_session", session).get_config_variable("ca_bundle")
+        return str(bundle) if bundle else None
+
+
+def _unparsable(exc: BaseException, where: str) -> ResponseFormatError:
+    return ResponseFormatError(
+        f"the endpoint's answer is JSON nested too deeply or too large to parse "
+        f"({type(exc).__name__})",
+        where=where,
+    )
 
 
 def _answer_from_botocore(response: Mapping[str, Any]) -> ErrorAnswer:

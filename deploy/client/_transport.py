@@ -17,10 +17,11 @@ transport, where `timeout` bounds each read only.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import ssl
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -148,8 +149,12 @@ class DeadlineTransport:
         self._pools.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
         self._proxied: dict[str, bool] = {}
 
-    def register(self, client: Any, operation: str = "InvokeEndpoint") -> None:
-        client.meta.events.register(f"before-send.sagemaker-runtime.{operation}", self.send)
+    def register(self, client: Any, operation: str | None = "InvokeEndpoint") -> None:
+        """Send `client`'s `operation` (None: all its operations) within the deadline."""
+        event = f"before-send.{client.meta.service_model.service_id.hyphenize()}"
+        if operation is not None:
+            event += f".{operation}"
+        client.meta.events.register_last(event, self.send)
 
     def uses_proxy(self, url: str) -> bool:
         """Whether the environment sends `url` through a proxy (left to botocore)."""
@@ -167,11 +172,22 @@ class DeadlineTransport:
         left = remaining()
         if left is None or self.uses_proxy(request.url):
             return None
+        if left <= 0:  # a retry botocore starts after the deadline
+            raise ReadTimeoutError(
+                endpoint_url=request.url, error=DeadlineExceededError("the call's deadline passed")
+            )
         answer = self.urlopen(
             request.method, request.url, request.body, dict(request.headers.items()), left
         )
         headers: Any = answer.headers  # what botocore's transport passes too
-        return AWSResponse(request.url, answer.status, headers, answer)
+        response = AWSResponse(request.url, answer.status, headers, answer)
+        if not request.stream_output:
+            # A body botocore parses whole is read here, where failures are mapped,
+            # as botocore's own transport does; a streamed one is read by the caller.
+            with _botocore_errors(request.url):
+                preloaded = response.content  # the property reads and keeps the body
+                del preloaded
+        return response
 
     def urlopen(
         self,
@@ -187,7 +203,7 @@ class DeadlineTransport:
         is read here when `preload`. Failures raise botocore's exceptions, as its
         own transport does, so every caller maps them one way."""
         timeout = urllib3.Timeout(connect=min(self.connect_timeout, max(left, 0.001)), read=left)
-        try:
+        with _botocore_errors(url):
             return self._pools.urlopen(
                 method,
                 url,
@@ -200,20 +216,27 @@ class DeadlineTransport:
                 decode_content=False,
                 timeout=timeout,
             )
-        # urllib3's NewConnectionError (refused, unreachable) subclasses its
-        # ConnectTimeoutError: it goes first, or a refused connection reads as a timeout.
-        except (NewConnectionError, NameResolutionError) as exc:
-            raise EndpointConnectionError(endpoint_url=url, error=exc) from exc
-        except URLLib3ConnectTimeoutError as exc:
-            raise ConnectTimeoutError(endpoint_url=url, error=exc) from exc
-        except (URLLib3ReadTimeoutError, DeadlineExceededError) as exc:
-            raise ReadTimeoutError(endpoint_url=url, error=exc) from exc
-        except ProtocolError as exc:
-            raise ConnectionClosedError(endpoint_url=url) from exc
-        except urllib3.exceptions.SSLError as exc:
-            raise SSLError(endpoint_url=url, error=exc) from exc
-        except urllib3.exceptions.HTTPError as exc:
-            raise HTTPClientError(error=exc) from exc
 
     def close(self) -> None:
         self._pools.clear()
+
+
+@contextlib.contextmanager
+def _botocore_errors(url: str) -> Iterator[None]:
+    """urllib3's failures as botocore's exceptions."""
+    try:
+        yield
+    # urllib3's NewConnectionError (refused, unreachable) subclasses its
+    # ConnectTimeoutError: it goes first, or a refused connection reads as a timeout.
+    except (NewConnectionError, NameResolutionError) as exc:
+        raise EndpointConnectionError(endpoint_url=url, error=exc) from exc
+    except URLLib3ConnectTimeoutError as exc:
+        raise ConnectTimeoutError(endpoint_url=url, error=exc) from exc
+    except (URLLib3ReadTimeoutError, DeadlineExceededError) as exc:
+        raise ReadTimeoutError(endpoint_url=url, error=exc) from exc
+    except ProtocolError as exc:
+        raise ConnectionClosedError(endpoint_url=url) from exc
+    except urllib3.exceptions.SSLError as exc:
+        raise SSLError(endpoint_url=url, error=exc) from exc
+    except urllib3.exceptions.HTTPError as exc:
+        raise HTTPClientError(error=exc) from exc

@@ -34,6 +34,7 @@ additions survive an older reader.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,11 @@ from typing import Any
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = 1
+# The largest manifest any reader accepts. A model's entry is about 1 KB, so this
+# holds thousands of models; readers check it before reading (a file's size, an
+# object's or a response's length) so that a manifest from someone else cannot
+# fill memory.
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 
 MULTI_MODEL = "multi-model"
 SINGLE_MODEL = "single-model"
@@ -310,12 +316,30 @@ def parse(document: Any, source: str) -> Manifest:
     return Manifest(hosting, parsed, source, router, archive, extra, locations, lane)
 
 
+def check_size(size: int, source: str, *, at_least: bool = False) -> None:
+    """Refuse a manifest of `size` bytes (`at_least`: read so far) over `MAX_MANIFEST_BYTES`."""
+    if size > MAX_MANIFEST_BYTES:
+        count = f"at least {size}" if at_least else str(size)
+        raise ManifestFormatError(
+            f"has {count} bytes, over the {MAX_MANIFEST_BYTES}-byte limit of a manifest",
+            where=source,
+            fix="this is not a manifest `deploy package` wrote: check where it comes from",
+        )
+
+
 def loads(raw: bytes, source: str) -> Manifest:
-    """Parse manifest bytes (UTF-8 JSON)."""
+    """Parse manifest bytes (UTF-8 JSON, at most `MAX_MANIFEST_BYTES`)."""
+    check_size(len(raw), source)
     try:
         document = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ManifestFormatError(f"is not valid JSON: {exc}", where=source) from exc
+    except (RecursionError, MemoryError) as exc:  # nesting deeper than the parser's stack
+        raise ManifestFormatError(
+            f"is JSON nested too deeply or too large to parse ({type(exc).__name__})",
+            where=source,
+            fix="this is not a manifest `deploy package` wrote: check where it comes from",
+        ) from exc
     return parse(document, source)
 
 
@@ -325,7 +349,10 @@ def read(path: str | Path) -> Manifest:
     if path.is_dir():
         path = path / MANIFEST_NAME
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as stream:
+            check_size(os.fstat(stream.fileno()).st_size, str(path))
+            raw = stream.read(MAX_MANIFEST_BYTES + 1)  # a file that grows meanwhile
+            check_size(len(raw), str(path), at_least=True)
     except OSError as exc:
         raise ManifestFormatError(
             f"cannot be read: {exc.strerror or exc}",
