@@ -188,6 +188,12 @@ class DeploySettings(BaseSettings):
         le=65535,
         description="Port of the local endpoint (`deploy serve`, `deploy up --local`); 0: any.",
     )
+    repository_code: bool = Field(
+        True,
+        description="Run code from repositories and scripts (auto_complete_config, bind "
+        "scripts, TorchScript sample runs, python models), announced and boxed; false: "
+        "as --no-repo-code, a model that needs its code is an error.",
+    )
     infra: InfraSettings = Field(default_factory=InfraSettings)
 
     def stack_name(self, component: str) -> str:

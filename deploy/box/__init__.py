@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -57,10 +57,29 @@ ENTER_SCRIPT = Path(_enter.__file__).resolve()
 _STOP_GRACE_S = 5.0  # after SIGTERM, how long the keeper gets to take the tree down
 # Read everywhere a Python process needs on a Linux system; nothing under /home,
 # /root or /tmp except the folders a run names.
-_SYSTEM_READS = ("/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc", "/proc", "/sys",
-                 "/dev", "/opt", "/run/nvidia-persistenced")
-_DEVICE_WRITES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/shm", "/dev/nvidiactl",
-                  "/dev/nvidia-uvm", "/dev/nvidia0")
+_SYSTEM_READS = (
+    "/usr",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/bin",
+    "/sbin",
+    "/etc",
+    "/proc",
+    "/sys",
+    "/dev",
+    "/opt",
+    "/run/nvidia-persistenced",
+)
+_DEVICE_WRITES = (
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/shm",
+    "/dev/nvidiactl",
+    "/dev/nvidia-uvm",
+    "/dev/nvidia0",
+)
 _said: set[str] = set()
 
 
@@ -92,9 +111,7 @@ class Capabilities:
 
     def summary(self) -> str:
         network = "no network" if self.seccomp else "network NOT blocked"
-        files = (
-            "writes only to a copy" if self.landlock_abi else "writes NOT confined"
-        )
+        files = "writes only to a copy" if self.landlock_abi else "writes NOT confined"
         return f"{network}, {files}"
 
 
@@ -174,7 +191,7 @@ def _python_reads() -> list[str]:
 
 def _secrets() -> list[Path]:
     """Files of this user's that no readable folder may contain."""
-    home = Path(os.path.expanduser("~"))
+    home = Path("~").expanduser()
     names = (".aws", ".ssh", ".netrc", ".docker", ".config", ".kube", ".gnupg", ".pypirc")
     return [home / name for name in names]
 
@@ -192,8 +209,9 @@ def read_list(extra: Sequence[Path]) -> list[str]:
     return allowed
 
 
-def _spec(writable: Sequence[Path], readable: Sequence[Path], limits: Limits,
-          *, keeper: bool) -> dict[str, Any]:
+def _spec(
+    writable: Sequence[Path], readable: Sequence[Path], limits: Limits, *, keeper: bool
+) -> dict[str, Any]:
     caps = capabilities()
     write = [*(str(p) for p in writable), *_DEVICE_WRITES]
     return {
@@ -225,7 +243,7 @@ def run(
     box: Scratch,
     writable: Sequence[Path] = (),
     readable: Sequence[Path] = (),
-    limits: Limits = Limits(),  # noqa: B008 (frozen)
+    limits: Limits = Limits(),
     timeout: float,
     stdout: IO[bytes] | int | None = subprocess.DEVNULL,
     stderr: IO[bytes] | int | None = None,
@@ -262,8 +280,6 @@ def _stop(process: subprocess.Popen[bytes]) -> int:
         process.send_signal(signal.SIGTERM)
         return process.wait(timeout=_STOP_GRACE_S)
     except subprocess.TimeoutExpired:
-        try:
+        with suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         return process.wait()

@@ -27,6 +27,7 @@ whose pid tritonserver watches).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import json
@@ -36,6 +37,7 @@ import resource
 import signal
 import struct
 import sys
+from pathlib import Path
 from typing import Any
 
 # prctl
@@ -90,10 +92,10 @@ SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
-_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+_libc.prctl.argtypes = [ctypes.c_int, *[ctypes.c_ulong] * 4]
 
 
-class _Stop(Exception):
+class _StopError(Exception):
     """Raised by the keeper's signal handler: stop waiting, take the box down."""
 
 
@@ -116,7 +118,9 @@ def landlock_abi() -> int:
     """The Landlock ABI version (0: none)."""
     version = int(
         _libc.syscall(
-            ctypes.c_long(SYS_LANDLOCK["create"]), None, ctypes.c_size_t(0),
+            ctypes.c_long(SYS_LANDLOCK["create"]),
+            None,
+            ctypes.c_size_t(0),
             ctypes.c_uint32(LANDLOCK_CREATE_RULESET_VERSION),
         )
     )
@@ -155,7 +159,8 @@ def socket_filter(machine: str) -> bytes:
         stmt(BPF_LD_W_ABS, 0),  # seccomp_data.nr
     ]
     if machine == "x86_64":
-        program += [jump(BPF_JGE_K, X32_SYSCALL_BIT, 0, 1), stmt(BPF_RET_K, SECCOMP_RET_KILL_PROCESS)]
+        kill = stmt(BPF_RET_K, SECCOMP_RET_KILL_PROCESS)
+        program += [jump(BPF_JGE_K, X32_SYSCALL_BIT, 0, 1), kill]
     for number in uring:
         program += [jump(BPF_JEQ_K, number, 0, 1), stmt(BPF_RET_K, errno_eperm)]
     program += [
@@ -195,8 +200,14 @@ def apply_landlock(abi: int, write: list[str], read: list[str] | None, scoped: b
         attr = struct.pack("=Q", handled)
     buffer = ctypes.create_string_buffer(attr)
     ruleset = _check(
-        int(_libc.syscall(ctypes.c_long(SYS_LANDLOCK["create"]), buffer,
-                          ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))),
+        int(
+            _libc.syscall(
+                ctypes.c_long(SYS_LANDLOCK["create"]),
+                buffer,
+                ctypes.c_size_t(len(attr)),
+                ctypes.c_uint32(0),
+            )
+        ),
         "landlock_create_ruleset",
     )
     rules: dict[str, int] = {}
@@ -211,21 +222,28 @@ def apply_landlock(abi: int, write: list[str], read: list[str] | None, scoped: b
             except OSError:
                 continue  # absent here: nothing to allow
             try:
-                if not os.path.isdir(path):
+                if not Path(path).is_dir():
                     rights &= FILE_RIGHTS
                 rule = ctypes.create_string_buffer(struct.pack("=Qi", rights & handled, fd))
-                _check(
-                    int(_libc.syscall(ctypes.c_long(SYS_LANDLOCK["add_rule"]), ctypes.c_int(ruleset),
-                                      ctypes.c_int(LANDLOCK_RULE_PATH_BENEATH), rule,
-                                      ctypes.c_uint32(0))),
-                    f"landlock_add_rule {path}",
+                added = _libc.syscall(
+                    ctypes.c_long(SYS_LANDLOCK["add_rule"]),
+                    ctypes.c_int(ruleset),
+                    ctypes.c_int(LANDLOCK_RULE_PATH_BENEATH),
+                    rule,
+                    ctypes.c_uint32(0),
                 )
+                _check(int(added), f"landlock_add_rule {path}")
             finally:
                 os.close(fd)
         _check(prctl(PR_SET_NO_NEW_PRIVS, 1), "PR_SET_NO_NEW_PRIVS")
         _check(
-            int(_libc.syscall(ctypes.c_long(SYS_LANDLOCK["restrict_self"]), ctypes.c_int(ruleset),
-                              ctypes.c_uint32(0))),
+            int(
+                _libc.syscall(
+                    ctypes.c_long(SYS_LANDLOCK["restrict_self"]),
+                    ctypes.c_int(ruleset),
+                    ctypes.c_uint32(0),
+                )
+            ),
             "landlock_restrict_self",
         )
     finally:
@@ -266,15 +284,9 @@ def enter(spec: dict[str, Any], keeper: bool) -> None:
 
 def _children() -> list[int]:
     found: list[int] = []
-    me = str(os.getpid())
-    try:
-        tasks = os.listdir(f"/proc/{me}/task")
-    except OSError:
-        tasks = [me]
-    for task in tasks:
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
         try:
-            with open(f"/proc/{me}/task/{task}/children", encoding="ascii") as listing:
-                found += [int(pid) for pid in listing.read().split()]
+            found += [int(pid) for pid in (task / "children").read_text("ascii").split()]
         except OSError:
             continue
     return found
@@ -284,10 +296,8 @@ def kill_all_below() -> None:
     """SIGKILL and reap every process below this subreaper until none is left."""
     while True:
         for pid in _children():
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         try:
             os.waitpid(-1, 0)
         except ChildProcessError:
@@ -298,8 +308,9 @@ def keep(spec: dict[str, Any], command: list[str]) -> int:
     """Run `command` boxed in a child; kill what it leaves; its exit status."""
     _check(prctl(PR_SET_CHILD_SUBREAPER, 1), "PR_SET_CHILD_SUBREAPER")
     prctl(PR_SET_PDEATHSIG, signal.SIGTERM)  # deploy gone: take the box down
+
     def on_signal(signum: int, frame: Any) -> None:
-        raise _Stop
+        raise _StopError
 
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(signum, on_signal)
@@ -317,7 +328,7 @@ def keep(spec: dict[str, Any], command: list[str]) -> int:
     while True:
         try:
             pid, wait_status = os.waitpid(-1, 0)
-        except _Stop:
+        except _StopError:
             status = 128 + signal.SIGTERM
             break
         except ChildProcessError:

@@ -8,7 +8,6 @@ write it.
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +30,7 @@ def fresh_copy(
         path = Path(src)
         if path.stat().st_size > LINK_ABOVE_BYTES:
             real = path.resolve()
-            os.symlink(real, dst)
+            Path(dst).symlink_to(real)
             linked.append(real)
             return dst
         return str(shutil.copy2(src, dst))

@@ -98,6 +98,12 @@ def complete_config(
     """
     model = model_py.parent.parent.name
     where = f"model {model} ({model_py})"
+    if box.skip_reason() is not None:
+        raise box.refused(
+            str(model_py),
+            f"model {model}'s {HOOK}",
+            fix="write config.pbtxt with the inputs and outputs",
+        )
     box.announce(model_py, HOOK)
     with box.scratch(prefix="deploy-autocomplete-") as scratch:
         work = scratch.work
@@ -144,7 +150,8 @@ def complete_config(
         error_output = stderr_path.read_text(encoding="utf-8", errors="replace")
     absent = list(outcome.get("absent", []))
     if "error" in outcome or "config" not in outcome:
-        message = str(outcome.get("error") or _crash_message(outcome_of_run.returncode, error_output))
+        crash = _crash_message(outcome_of_run.returncode, error_output)
+        message = str(outcome.get("error") or crash)
         at = f" at {outcome['where']}" if outcome.get("where") else ""
         missing = (
             f" ({model_py.name} imports {', '.join(absent)}, not installed where deploy runs; "
