@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -46,11 +47,11 @@ __all__ = [
     "Outcome",
     "announce",
     "capabilities",
+    "install_stub_launcher",
     "refused",
     "run",
     "scratch",
     "skip_reason",
-    "stub_spec",
 ]
 
 ENTER_SCRIPT = Path(_enter.__file__).resolve()
@@ -224,9 +225,37 @@ def _spec(
     }
 
 
-def stub_spec(writable: Sequence[Path], readable: Sequence[Path], limits: Limits) -> str:
-    """The box of a process that execs in place (the python-backend stub), as JSON."""
-    return json.dumps(_spec(writable, readable, limits, keeper=False))
+def install_stub_launcher(
+    launcher: Path,
+    real: Path,
+    *,
+    writable: Sequence[Path],
+    readable: Sequence[Path],
+    limits: Limits,
+) -> None:
+    """Write `launcher`: a script that runs the stub `real` in the box.
+
+    tritonserver starts `<backends>/python/triton_python_backend_stub MODEL_PY
+    ...` for each python model instance; the launcher, in its place, hands that
+    command to the keeper, which adds the model's folder to the writable ones.
+    Signals outside the box stay allowed: the stub checks its parent with kill(pid, 0).
+    """
+    spec = _spec(writable, readable, limits, keeper=True)
+    spec["scope"] = False
+    spec_file = launcher.with_name(launcher.name + ".box.json")
+    partial = spec_file.with_suffix(".partial")
+    partial.write_text(json.dumps(spec), encoding="utf-8")
+    partial.replace(spec_file)
+    script = (
+        "#!/bin/sh\n"
+        "# Runs the python-backend stub in deploy's box (deploy.box); written by deploy.\n"
+        f"exec {shlex.quote(sys.executable)} -I -B {shlex.quote(str(ENTER_SCRIPT))} --stub "
+        f'{shlex.quote(str(spec_file))} -- {shlex.quote(str(real))} "$@"\n'
+    )
+    partial = launcher.with_name(launcher.name + ".partial")
+    partial.write_text(script, encoding="utf-8")
+    partial.chmod(0o755)
+    partial.replace(launcher)
 
 
 def boxed_command(

@@ -278,7 +278,8 @@ def enter(spec: dict[str, Any], keeper: bool) -> None:
         install_socket_filter()
     abi = int(spec.get("landlock", 0))
     if abi:
-        apply_landlock(abi, list(spec.get("write", [])), spec.get("read"), scoped=keeper)
+        scoped = keeper and spec.get("scope", True)
+        apply_landlock(abi, list(spec.get("write", [])), spec.get("read"), scoped=scoped)
     os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 
 
@@ -319,6 +320,7 @@ def keep(spec: dict[str, Any], command: list[str]) -> int:
         try:
             for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
                 signal.signal(signum, signal.SIG_DFL)
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # keeper gone: so is the command
             enter(spec, keeper=True)
             os.execvpe(command[0], command, os.environ)
         except BaseException as exc:
@@ -342,12 +344,31 @@ def keep(spec: dict[str, Any], command: list[str]) -> int:
     return status
 
 
+def stub_spec(path: str, command: list[str]) -> dict[str, Any]:
+    """The python-backend stub's box: the spec file's, plus the model's folder.
+
+    tritonserver starts the stub as `STUB MODEL_DIR/VERSION/model.py ...`: the
+    model's folder (a copy the local endpoint extracted) becomes writable.
+    """
+    with open(path, encoding="utf-8") as file:  # noqa: PTH123 (before any import of pathlib use)
+        spec: dict[str, Any] = json.load(file)
+    if len(command) > 1 and command[1].startswith("/"):
+        model = str(Path(command[1]).parent.parent)
+        spec["write"] = [*spec.get("write", []), model]
+        if spec.get("read") is not None:
+            spec["read"] = [*spec["read"], model]
+    return spec
+
+
 def main(argv: list[str]) -> int:
+    stub = len(argv) >= 4 and argv[0] == "--stub"
+    if stub:
+        argv = argv[1:]
     if len(argv) < 3 or argv[1] != "--":
-        os.write(2, b"usage: _enter.py SPEC_JSON -- COMMAND [ARG...]\n")
+        os.write(2, b"usage: _enter.py [--stub SPEC_FILE | SPEC_JSON] -- COMMAND [ARG...]\n")
         return 2
-    spec = json.loads(argv[0])
     command = argv[2:]
+    spec = stub_spec(argv[0], command) if stub else json.loads(argv[0])
     if spec.get("keeper", True):
         status = keep(spec, command)
         if status < 0:  # die of the child's signal, so the caller sees it
