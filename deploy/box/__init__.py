@@ -237,11 +237,14 @@ def install_stub_launcher(
 
     tritonserver starts `<backends>/python/triton_python_backend_stub MODEL_PY
     ...` for each python model instance; the launcher, in its place, hands that
-    command to the keeper, which adds the model's folder to the writable ones.
-    Signals outside the box stay allowed: the stub checks its parent with kill(pid, 0).
+    command to `_enter.py`, which adds the model's folder to the writable ones,
+    enters the box and execs the stub.
     """
-    spec = _spec(writable, readable, limits, keeper=True)
-    spec["scope"] = False
+    # In place, not behind a keeper: the python backend finds a stub unhealthy unless
+    # the process it started is the stub itself. The stub stays subreaper of what
+    # the model starts, and signals outside the box stay allowed (the stub checks its
+    # parent with kill(pid, 0)).
+    spec = _spec(writable, readable, limits, keeper=False)
     spec_file = launcher.with_name(launcher.name + ".box.json")
     partial = spec_file.with_suffix(".partial")
     partial.write_text(json.dumps(spec), encoding="utf-8")

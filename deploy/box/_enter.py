@@ -352,6 +352,10 @@ def stub_spec(path: str, command: list[str]) -> dict[str, Any]:
     """
     with open(path, encoding="utf-8") as file:  # noqa: PTH123 (before any import of pathlib use)
         spec: dict[str, Any] = json.load(file)
+    # Libraries deploy preloads into tritonserver (and so into its stubs) stay readable.
+    preload = [p for p in os.environ.get("LD_PRELOAD", "").split(":") if p.startswith("/")]
+    if spec.get("read") is not None:
+        spec["read"] = [*spec["read"], *preload]
     if len(command) > 1 and command[1].startswith("/"):
         model = str(Path(command[1]).parent.parent)
         spec["write"] = [*spec.get("write", []), model]
