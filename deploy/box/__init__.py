@@ -237,14 +237,15 @@ def install_stub_launcher(
 
     tritonserver starts `<backends>/python/triton_python_backend_stub MODEL_PY
     ...` for each python model instance; the launcher, in its place, hands that
-    command to `_enter.py`, which adds the model's folder to the writable ones,
-    enters the box and execs the stub.
+    command to the keeper (`_enter.py`), which adds the model's folder to the
+    writable ones and runs the stub in the box below it. tritonserver waits for
+    the keeper as for the stub; when the stub exits, the keeper kills what the
+    model left. (Only a stub tritonserver SIGKILLs, an unhealthy one, takes its
+    keeper down first: the stub dies with it, what it started may not.)
     """
-    # In place, not behind a keeper: the python backend finds a stub unhealthy unless
-    # the process it started is the stub itself. The stub stays subreaper of what
-    # the model starts, and signals outside the box stay allowed (the stub checks its
-    # parent with kill(pid, 0)).
-    spec = _spec(writable, readable, limits, keeper=False)
+    # Signals outside the box stay allowed: the stub checks its parent with kill(pid, 0).
+    spec = _spec(writable, readable, limits, keeper=True)
+    spec.update(scope=False, pdeathsig=False)
     spec_file = launcher.with_name(launcher.name + ".box.json")
     partial = spec_file.with_suffix(".partial")
     partial.write_text(json.dumps(spec), encoding="utf-8")

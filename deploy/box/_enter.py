@@ -308,7 +308,11 @@ def kill_all_below() -> None:
 def keep(spec: dict[str, Any], command: list[str]) -> int:
     """Run `command` boxed in a child; kill what it leaves; its exit status."""
     _check(prctl(PR_SET_CHILD_SUBREAPER, 1), "PR_SET_CHILD_SUBREAPER")
-    prctl(PR_SET_PDEATHSIG, signal.SIGTERM)  # deploy gone: take the box down
+    if spec.get("pdeathsig", True):
+        # deploy gone: take the box down. Not for the stub: the parent-death signal
+        # follows the thread that forked, and tritonserver forks stubs from loader
+        # threads that end; the stub notices tritonserver's end itself.
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
     def on_signal(signum: int, frame: Any) -> None:
         raise _StopError
