@@ -29,6 +29,7 @@ import sys
 import tempfile
 import textwrap
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,6 +99,7 @@ class Scene:
     def deploy(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         """The real command line, as uid 65534, with credentials in its environment."""
         env = {
+            "DEPLOY_LOCAL_PORT": "0",  # any free port: the machine is shared
             "PATH": os.environ.get("PATH", os.defpath),
             "PYTHONPATH": str(ROOT),
             "HOME": str(self.home),
@@ -128,7 +130,9 @@ class Scene:
             check=False,
         )
 
-    def assert_contained(self, result: subprocess.CompletedProcess[str], *, ran: str) -> None:
+    def assert_contained(
+        self, result: subprocess.CompletedProcess[str], *, ran: str | None
+    ) -> None:
         self.listener.settimeout(0.5)
         with pytest.raises(TimeoutError):
             connection, _ = self.listener.accept()
@@ -141,7 +145,8 @@ class Scene:
         time.sleep(0.2)
         alive = _with_marker(self.marker)
         assert alive == [], f"processes the code started still run: {alive}"
-        assert f"running repository code: {ran}" in result.stderr, result.stderr
+        if ran is not None:
+            assert f"running repository code: {ran}" in result.stderr, result.stderr
 
 
 def _files_text(root: Path, *, skip: Path) -> str:
@@ -330,3 +335,79 @@ def test_a_hook_that_hogs_memory_meets_the_data_limit(scene: Scene) -> None:
     assert result.returncode == 1
     assert "auto_complete_config failed" in result.stdout + result.stderr
     assert "Cannot allocate memory" in result.stdout + result.stderr
+
+
+SERVED_CONFIG = """
+name: "m"
+backend: "python"
+max_batch_size: 0
+input [ { name: "X", data_type: TYPE_FP32, dims: [ 2 ] } ]
+output [ { name: "SEEN", data_type: TYPE_STRING, dims: [ 1 ] } ]
+"""
+
+
+@pytest.mark.triton
+@pytest.mark.slow
+def test_the_local_endpoint_serves_a_hostile_python_model_in_the_box(scene: Scene) -> None:
+    repo = scene.root / "repo"
+    version = repo / "m" / "1"
+    version.mkdir(parents=True)
+    (repo / "m" / "config.pbtxt").write_text(SERVED_CONFIG)
+    (version / "model.py").write_text(
+        scene.attack_code()
+        + textwrap.dedent(
+            """
+            import numpy as np
+            import triton_python_backend_utils as pb_utils
+
+            class TritonPythonModel:
+                def initialize(self, args):
+                    self.seen = attack()
+
+                def execute(self, requests):
+                    answer = np.array([self.seen.encode()], dtype=object)
+                    return [
+                        pb_utils.InferenceResponse([pb_utils.Tensor("SEEN", answer)])
+                        for _ in requests
+                    ]
+            """
+        )
+    )
+    for path in (repo, *repo.rglob("*")):
+        os.chown(path, NOBODY, NOBODY)
+    up = scene.deploy(
+        "up",
+        "--local",
+        "--repository",
+        str(repo),
+        "--package-dir",
+        "build",
+        "--json",
+        timeout=300,
+    )
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        url = json.loads(up.stdout)["url"]
+        manifest = json.loads((scene.root / "build" / "manifest.json").read_text())
+        target = manifest["models"]["m"]["target_model"]
+        body = json.dumps(
+            {"inputs": [{"name": "X", "shape": [2], "datatype": "FP32", "data": [1, 2]}]}
+        ).encode()
+        request = urllib.request.Request(
+            f"{url}/endpoints/local/invocations",
+            data=body,
+            headers={"Content-Type": "application/json", "X-Amzn-SageMaker-Target-Model": target},
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            answer = json.loads(response.read())
+        assert answer["outputs"][0]["data"] == [BLOCKED], "the model ran; every attempt stopped"
+    finally:
+        down = scene.deploy("down", "--local", timeout=120)
+    assert down.returncode == 0, down.stdout + down.stderr
+    logs = "".join(
+        p.read_text(errors="replace") for p in (scene.root / ".deploy").rglob("*") if p.is_file()
+    )
+    scene.assert_contained(up, ran=None)
+    for secret in SECRETS:
+        assert secret not in logs
+    assert "(python model, served by tritonserver)" in up.stderr + logs
