@@ -313,7 +313,8 @@ def test_a_hook_that_hogs_memory_meets_the_data_limit(scene: Scene) -> None:
     version = repo / "hog" / "1"
     version.mkdir(parents=True)
     # An anonymous private mapping counts against RLIMIT_DATA; unlimited, it costs no memory
-    # until touched, so the test is cheap on a machine without the limit too.
+    # until touched, so the test is cheap on a machine without the limit too. 8 GiB: above
+    # the hook's 4 GiB, below what this machine (23 GiB) lets a mapping reserve.
     (version / "model.py").write_text(
         textwrap.dedent(
             """
@@ -322,7 +323,8 @@ def test_a_hook_that_hogs_memory_meets_the_data_limit(scene: Scene) -> None:
             class TritonPythonModel:
                 @staticmethod
                 def auto_complete_config(config):
-                    hog = mmap.mmap(-1, 64 << 30)
+                    private = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+                    hog = mmap.mmap(-1, 8 << 30, flags=private)
                     config.add_input({"name": "X", "data_type": "TYPE_FP32", "dims": [2]})
                     config.add_output({"name": "Y", "data_type": "TYPE_FP32", "dims": [2]})
                     return config
