@@ -98,7 +98,8 @@ def record(
             where=str(script),
             fix="run the script with python to see why it stops",
         )
-    return _unmoved(document, str(copy), str(script.parent))
+    unmoved: dict[str, Any] = _unmoved(document, str(copy), str(script.parent))
+    return unmoved
 
 
 def _limits(timeout: float) -> box.Limits:
