@@ -47,6 +47,9 @@ def validate(
 ) -> None:
     """Check a model repository offline: errors exit 1, warnings exit 0.
 
+    A python model's auto_complete_config runs, announced, in a box (no network, no
+    credentials, writes only to a copy); --no-repo-code skips it.
+
     With --hosting, the mode's own rules too (serverless: CPU only, memory, payload
     and call limits, with the stage's settings from deploy.toml)."""
     repository_code(no_repo_code, stage=stage)
