@@ -330,20 +330,21 @@ def keep(spec: dict[str, Any], command: list[str]) -> int:
         except BaseException as exc:
             os.write(2, f"box: cannot start {command[0]}: {exc}\n".encode())
         os._exit(126)
-    status = 0
-    while True:
-        try:
-            pid, wait_status = os.waitpid(-1, 0)
-        except _StopError:
-            status = 128 + signal.SIGTERM
-            break
-        except ChildProcessError:
-            break
-        if pid == child:
-            status = os.waitstatus_to_exitcode(wait_status)  # -N: killed by signal N
-            break
-    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        signal.signal(signum, signal.SIG_IGN)
+    status = 128 + signal.SIGTERM  # unless the child's own status comes first
+    try:
+        while True:
+            try:
+                pid, wait_status = os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            if pid == child:
+                status = os.waitstatus_to_exitcode(wait_status)  # -N: killed by signal N
+                break
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(signum, signal.SIG_IGN)
+    except _StopError:
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(signum, signal.SIG_IGN)
     kill_all_below()
     return status
 
@@ -354,8 +355,7 @@ def stub_spec(path: str, command: list[str]) -> dict[str, Any]:
     tritonserver starts the stub as `STUB MODEL_DIR/VERSION/model.py ...`: the
     model's folder (a copy the local endpoint extracted) becomes writable.
     """
-    with open(path, encoding="utf-8") as file:  # noqa: PTH123 (before any import of pathlib use)
-        spec: dict[str, Any] = json.load(file)
+    spec: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
     # Libraries deploy preloads into tritonserver (and so into its stubs) stay readable.
     preload = [p for p in os.environ.get("LD_PRELOAD", "").split(":") if p.startswith("/")]
     if spec.get("read") is not None:
