@@ -245,7 +245,7 @@ def install_stub_launcher(
     """
     # Signals outside the box stay allowed: the stub checks its parent with kill(pid, 0).
     spec = _spec(writable, readable, limits, keeper=True)
-    spec.update(scope=False, pdeathsig=False)
+    spec.update(scope=False, pdeathsig=False, secrets=[str(p) for p in _secrets()])
     spec_file = launcher.with_name(launcher.name + ".box.json")
     partial = spec_file.with_suffix(".partial")
     partial.write_text(json.dumps(spec), encoding="utf-8")

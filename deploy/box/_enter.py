@@ -356,15 +356,34 @@ def stub_spec(path: str, command: list[str]) -> dict[str, Any]:
     model's folder (a copy the local endpoint extracted) becomes writable.
     """
     spec: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
-    # Libraries deploy preloads into tritonserver (and so into its stubs) stay readable.
-    preload = [p for p in os.environ.get("LD_PRELOAD", "").split(":") if p.startswith("/")]
+    secrets = [Path(p) for p in spec.get("secrets", [])]
+
+    def safe(place: str) -> bool:
+        return place.startswith("/") and not any(s.is_relative_to(place) for s in secrets)
+
+    # tritonserver's own HOME and TMPDIR (deploy's private folders) are writable.
+    places = [os.environ.get(name, "") for name in ("HOME", "TMPDIR")]
+    spec["write"] = [*spec.get("write", []), *filter(safe, places)]
     if spec.get("read") is not None:
-        spec["read"] = [*spec["read"], *preload]
+        # What tritonserver's environment points at, as an execution environment's
+        # activate script sets it: the environment (PATH's bin/..), its libraries,
+        # and the libraries deploy preloads.
+        reads = [os.environ.get(name, "") for name in ("VIRTUAL_ENV", "CONDA_PREFIX")]
+        for name in ("PATH", "LD_LIBRARY_PATH", "LD_PRELOAD"):
+            for entry in os.environ.get(name, "").split(":"):
+                reads.append(entry)
+                if entry.endswith(("/bin", "/lib")):
+                    reads.append(str(Path(entry).parent))
+        spec["read"] = [*spec["read"], *filter(safe, reads)]
     if len(command) > 1 and command[1].startswith("/"):
-        model = str(Path(command[1]).parent.parent)
-        spec["write"] = [*spec.get("write", []), model]
+        # The version folder (model.py's): the model folder above it holds the
+        # launcher of a model with its own stub, which must stay as written.
+        version = str(Path(command[1]).parent)
+        spec["write"] = [*spec["write"], version]
         if spec.get("read") is not None:
-            spec["read"] = [*spec["read"], model]
+            spec["read"] = [*spec["read"], str(Path(version).parent)]
+    if len(command) > 6 and spec.get("read") is not None and safe(command[6]):
+        spec["read"] = [*spec["read"], command[6]]  # the backend's folder (its utils module)
     return spec
 
 

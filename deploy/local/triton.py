@@ -159,7 +159,7 @@ def prepare_backends(install: TritonInstall, directory: Path) -> Path:
     box.install_stub_launcher(
         python_dir / "triton_python_backend_stub",
         stub,
-        writable=[_home(directory), _tmp(directory)],
+        writable=[],  # the stub adds tritonserver's HOME and TMPDIR, and the model's folder
         readable=[directory.parent, install.root, install.libs, install.stub_site],
         limits=STUB_LIMITS,
     )
