@@ -202,6 +202,12 @@ class DeploySettings(BaseSettings):
         description="Package index (simple API URL) for requirements.txt environments, e.g. "
         "a company mirror; unset: PyPI. A requirements file never chooses the index.",
     )
+    repository_code: bool = Field(
+        True,
+        description="Run code from repositories and scripts (auto_complete_config, bind "
+        "scripts, TorchScript sample runs, python models), announced and boxed; false: "
+        "as --no-repo-code, a model that needs its code is an error.",
+    )
     infra: InfraSettings = Field(default_factory=InfraSettings)
 
     def stack_name(self, component: str) -> str:

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from deploy.cli.flags import NoRepoCodeOption, repository_code
 from deploy.cli.output import console, emit_json
 
 
@@ -26,11 +27,13 @@ def bind(
         float, typer.Option("--timeout", help="Seconds the script may run while recording.")
     ] = 300.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+    no_repo_code: NoRepoCodeOption = False,
 ) -> None:
     """Run a PyTriton script without a server and write one python model per bind().
 
     Arguments after -- go to the script, when bound and when served.
     """
+    repository_code(no_repo_code)
     from deploy.pytriton import bind_script
 
     result = bind_script(script, out, argv=list(ctx.args), force=force, timeout=timeout)

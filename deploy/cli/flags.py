@@ -77,3 +77,27 @@ def aws_target(
     settings = load_settings(stage=stage, region=chosen.name, **overrides)
     # Only --profile is handed to boto3: AWS_PROFILE it reads itself, the usual way.
     return settings, AwsSession(chosen.name, profile, region_source=chosen.source)
+
+
+NoRepoCodeOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-repo-code",
+        help="Run no code from the repository or script (auto_complete_config, a bind "
+        "script, a TorchScript sample run, python models); a model that needs it is an "
+        "error. deploy.toml: repository_code = false.",
+    ),
+]
+
+
+def repository_code(no_repo_code: bool, *, stage: str | None = None) -> None:
+    """Record whether this command may run repository code (the flag, else deploy.toml)."""
+    from deploy.box.policy import SETTING, decide
+    from deploy.config import configured_value
+
+    configured = configured_value(SETTING, stage=stage)
+    decide(
+        flag=no_repo_code,
+        configured=configured[0] if configured else None,
+        where=configured[1] if configured else "deploy.toml",
+    )

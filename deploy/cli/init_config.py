@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from deploy.cli.flags import NoRepoCodeOption, repository_code
 from deploy.cli.output import console, emit_json
 
 
@@ -33,8 +34,10 @@ def init_config(
         bool, typer.Option("--force", help="Replace an existing config.pbtxt.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+    no_repo_code: NoRepoCodeOption = False,
 ) -> None:
     """Write MODEL_DIR/config.pbtxt for an ONNX, TorchScript or python model, validated."""
+    repository_code(no_repo_code)
     from deploy.repository import config_json
     from deploy.repository.init_config import infer_config, write_config
     from deploy.validation import validate_model

@@ -16,11 +16,13 @@ from deploy.cli.flags import (
     AWS_FLAGS,
     HostingOption,
     JsonOption,
+    NoRepoCodeOption,
     ProfileOption,
     RegionOption,
     StageOption,
     aws_target,
     reject,
+    repository_code,
 )
 
 if TYPE_CHECKING:
@@ -85,8 +87,10 @@ def up(
         envvar="DEPLOY_SMOKE_ENDPOINT_NAME",
         help="Endpoint name to use with --smoke-endpoint-url.",
     ),
+    no_repo_code: NoRepoCodeOption = False,
 ) -> None:
     """Package, plan, upload, provision, wait, smoke-test, publish the manifest."""
+    repository_code(no_repo_code, stage=stage)
     if local:
         reject(
             ctx,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from deploy.cli.flags import NoRepoCodeOption, repository_code
 from deploy.local.connections import ConnectionLimits
 from deploy.local.state import STATE_DIR
 
@@ -168,12 +169,14 @@ def serve(
         str | None,
         typer.Option("--profile", help="AWS profile for an s3:// STORE (default: AWS_PROFILE)."),
     ] = None,
+    no_repo_code: NoRepoCodeOption = False,
 ) -> None:
     """Serve a model store like a SageMaker multi-model endpoint, until Ctrl-C.
 
     While it runs, `deploy status/invoke/down --local` find it; tritonserver's
     log stays in .deploy/local/<endpoint>/ after it stops. A repository given as
     STORE is packaged into a temporary folder, removed on exit."""
+    repository_code(no_repo_code)
     import logging
 
     from rich.logging import RichHandler

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from deploy.cli.env import IndexUrlOption
-from deploy.cli.flags import HostingOption, StageOption
+from deploy.cli.flags import HostingOption, NoRepoCodeOption, StageOption, repository_code
 from deploy.cli.output import console, emit_json, interactive
 from deploy.errors import ValidationFailedError
 
@@ -52,11 +52,16 @@ def validate(
     ] = None,
     hosting: HostingOption = None,
     stage: StageOption = None,
+    no_repo_code: NoRepoCodeOption = False,
 ) -> None:
     """Check a model repository offline: errors exit 1, warnings exit 0.
 
+    A python model's auto_complete_config runs, announced, in a box (no network, no
+    credentials, writes only to a copy); --no-repo-code skips it.
+
     With --hosting, the mode's own rules too (serverless: CPU only, memory, payload
     and call limits, with the stage's settings from deploy.toml)."""
+    repository_code(no_repo_code, stage=stage)
     from deploy.validation import validate_repository
 
     if instance is not None:
@@ -136,10 +141,12 @@ def package(
     ] = None,
     hosting: HostingOption = None,
     index_url: IndexUrlOption = None,
+    no_repo_code: NoRepoCodeOption = False,
 ) -> None:
     """Validate, then write one archive per model plus manifest.json (incremental);
     with --hosting single-model (async, serverless): one archive with every model and
     the router."""
+    repository_code(no_repo_code)
     from deploy.packaging import package_repository
 
     if check:

@@ -23,6 +23,7 @@ from pathlib import Path
 from google.protobuf import text_format
 from google.protobuf.message import DecodeError
 
+from deploy import box
 from deploy.checkout import make_hint
 from deploy.errors import LocalEndpointError
 from deploy.repository.model import COMPLETED_CONFIG_HEADER
@@ -110,8 +111,31 @@ def adapt_folder(
         config = read_config(path)
         _require_backend(path, config)
         _check_completion(path, config, auto_complete)
+        _announce_code(path, config)
         _adapt_model(path, config, devices, report)
     return report
+
+
+def _announce_code(path: Path, config: mc.ModelConfig) -> None:
+    """A python model's code runs in tritonserver's boxed stub: say so, or refuse it."""
+    kind = backend_of(path, config)
+    if kind not in ("python", "pytorch", "pytorch_libtorch"):
+        return
+    versions = sorted(
+        (p for p in path.parent.iterdir() if p.is_dir() and p.name.isdigit()),
+        key=lambda p: int(p.name),
+    )
+    name = config.default_model_filename or ("model.py" if kind == "python" else "model.pt")
+    code = versions[-1] / name if versions else path.parent
+    purpose = "python model" if kind == "python" else "TorchScript model, through its adapter"
+    if box.skip_reason() is not None:
+        refusal = box.refused(
+            str(code),
+            f"serving {purpose} {config.name or path.parent.name}",
+            fix="serve a repository without it",
+        )
+        raise LocalEndpointError(refusal.message, where=refusal.where, fix=refusal.fix)
+    box.announce(code, f"{purpose}, served by tritonserver")
 
 
 def backend_of(path: Path, config: mc.ModelConfig) -> str:

@@ -28,12 +28,14 @@ import sys
 import tarfile
 from pathlib import Path
 
+from deploy import box
 from deploy.errors import LocalEndpointError
-from deploy.local.triton import TritonInstall
+from deploy.local.triton import STUB_LIMITS, TritonInstall
 
 ENV_PARAMETER = "EXECUTION_ENV_PATH"
 MODEL_DIRECTORY = "$$TRITON_MODEL_DIRECTORY"
 STUB = "triton_python_backend_stub"
+BOXED_STUB_FOLDER = ".boxed-stub"  # in the model folder, beside the version folders
 _LIB_PYTHON = re.compile(r"^lib/python(3\.\d+)/")
 _VERSION = re.compile(r"^version\s*=\s*(3\.\d+)", re.MULTILINE)
 
@@ -136,4 +138,15 @@ def prepare_environment_model(folder: Path, env_value: str, install: TritonInsta
             fix=f"install Python {version} (with --enable-shared), or build the environment "
             f"for Python {running_python()} to try the model locally",
         )
-    shutil.copy2(stub, folder / STUB)
+    # The stub runs in the box like the backend's own (deploy.local.triton): the real
+    # one sits beside a launcher, outside the version folder the model may write to.
+    boxed = folder / BOXED_STUB_FOLDER
+    boxed.mkdir(exist_ok=True)
+    shutil.copy2(stub, boxed / STUB)
+    box.install_stub_launcher(
+        folder / STUB,
+        boxed / STUB,
+        writable=[],
+        readable=[install.root, install.libs, *map(Path, library_dirs(install))],
+        limits=STUB_LIMITS,
+    )

@@ -33,9 +33,12 @@ import os
 import shutil
 import sys
 import sysconfig
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from deploy import box
+from deploy.box.environment import scrubbed_environment
 from deploy.errors import LocalEndpointError
 
 STUB_SITE = "triton-stub-site"  # beside this virtualenv's site-packages (the Makefile's)
@@ -165,12 +168,49 @@ def prepare_backends(install: TritonInstall, directory: Path) -> Path:
         link = python_dir / name
         if not link.exists():
             link.symlink_to(install.python_backend / name)
-    stub = python_dir / "triton_python_backend_stub"
+    # The real stub sits in `boxed/` with the backend's files; in its place, a
+    # launcher that runs it in the box (deploy.box): python models are repository code.
+    real_dir = python_dir / "boxed"
+    real_dir.mkdir(exist_ok=True)
+    for name in ("libtriton_python.so", "triton_python_backend_utils.py"):
+        link = real_dir / name
+        if not link.exists():
+            link.symlink_to(install.python_backend / name)
+    stub = real_dir / "triton_python_backend_stub"
     if not stub.exists() or stub.stat().st_size != install.stub.stat().st_size:
         partial = stub.with_suffix(".partial")
         shutil.copy2(install.stub, partial)
         partial.replace(stub)
+    box.install_stub_launcher(
+        python_dir / "triton_python_backend_stub",
+        stub,
+        writable=[],  # the stub adds tritonserver's HOME and TMPDIR, and the model's folder
+        readable=[directory.parent, install.root, install.libs, install.stub_site],
+        limits=STUB_LIMITS,
+    )
     return directory
+
+
+# A python model instance: this machine's memory, 4 GiB files; no CPU-time cap (it serves).
+STUB_LIMITS = box.Limits(
+    cpu_s=None,
+    data_bytes=os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
+    file_bytes=4 << 30,
+    open_files=4096,
+)
+
+
+def _home(backends: Path) -> Path:
+    """tritonserver's HOME: a folder of its own, so `~/.aws` is not found through it."""
+    folder = backends.parent / "home"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return folder
+
+
+def _tmp(backends: Path) -> Path:
+    folder = backends.parent / "tmp"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return folder
 
 
 def triton_environment(
@@ -179,12 +219,18 @@ def triton_environment(
     *,
     backends: Path | None = None,
 ) -> dict[str, str]:
-    """The environment tritonserver and its python stubs need.
+    """The environment tritonserver and its python stubs need, and no more.
 
-    With `backends` (from `prepare_backends`), python models see only the
-    image's packages.
+    An allow-list of this one (`deploy.box.environment`: no AWS_*, tokens,
+    secrets or proxies), with HOME and TMPDIR beside `backends`. With
+    `backends` (from `prepare_backends`), python models see only the image's
+    packages.
     """
-    env = dict(os.environ)
+    if backends is not None:
+        env = scrubbed_environment(home=_home(backends), tmp=_tmp(backends))
+    else:
+        scratch = Path(tempfile.mkdtemp(prefix="deploy-triton-"))
+        env = scrubbed_environment(home=scratch, tmp=scratch)
     if backends is not None:
         env["PATH"] = os.pathsep.join([str(image_python_bin(backends)), env.get("PATH", "")])
     from deploy.local.envs import library_dirs

@@ -92,7 +92,8 @@ def bind_script(
             "modules into a folder of their own",
         )
     argv = list(argv or [])
-    models = bound_models(record(script, argv, timeout=timeout), script)
+    recorded = record(script, argv, timeout=timeout, ignore=_ignore(folder, out.resolve()))
+    models = bound_models(recorded, script)
     out = out.resolve()
     if out.exists() and not out.is_dir():
         raise BindError(

@@ -7,27 +7,24 @@ has and takes `max_batch_size`, `input`, `output`, the scheduler (if none is
 set) and `model_transaction_policy` from what it returns
 (triton-inference-server/core `TritonModel::UpdateModelConfig`).
 
-The hook is the model's own code, so it runs in a separate Python process
-(`sandbox/autocomplete_stub.py`, with a stand-in for
-`triton_python_backend_utils`), bounded by a timeout and killed with its
-process group when it overruns. Nothing here imports the model.
+The hook is the model's own code, so it runs in the box (`deploy.box`), in a
+separate Python process (`sandbox/autocomplete_stub.py`, with a stand-in for
+`triton_python_backend_utils`), from a fresh copy of the model folder, bounded
+by a timeout. Nothing here imports the model.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.descriptor import FieldDescriptor
 
+from deploy import box
+from deploy.box.copies import fresh_copy
 from deploy.errors import RepositoryError
 from deploy.repository.schema import model_config_pb2
 
@@ -35,6 +32,8 @@ AUTO_COMPLETE_TIMEOUT_S = 30.0
 HOOK = "auto_complete_config"
 _STUB = Path(__file__).resolve().parent / "sandbox" / "autocomplete_stub.py"
 _OUTPUT_TAIL = 2000  # characters of the model's stderr quoted in an error
+# What the hook may use: a minute of CPU, 4 GiB of data (torch imports fit), 256 MiB files.
+LIMITS = box.Limits(cpu_s=60, data_bytes=4 << 30, file_bytes=256 << 20, open_files=1024)
 
 # Field types protobuf's JSON form writes as strings; Triton's JSON form
 # (core `ModelConfigToJson`) writes them as numbers.
@@ -99,8 +98,19 @@ def complete_config(
     """
     model = model_py.parent.parent.name
     where = f"model {model} ({model_py})"
-    with tempfile.TemporaryDirectory(prefix="deploy-autocomplete-") as scratch:
-        work = Path(scratch)
+    if box.skip_reason() is not None:
+        raise box.refused(
+            str(model_py),
+            f"model {model}'s {HOOK}",
+            fix="write config.pbtxt with the inputs and outputs",
+        )
+    box.announce(model_py, HOOK)
+    with box.scratch(prefix="deploy-autocomplete-") as scratch:
+        work = scratch.work
+        # The hook runs from a fresh copy of the model folder: its only writable place.
+        copy = work / "model" / model
+        linked = fresh_copy(model_py.parent.parent, copy)
+        copied_py = copy / model_py.parent.name / model_py.name
         request, result = work / "config.json", work / "result.json"
         # What the hook sees: the config with the fields Triton fills in first.
         seen = model_config_pb2.ModelConfig()
@@ -109,42 +119,39 @@ def complete_config(
         seen.backend = seen.backend or "python"
         request.write_text(json.dumps(config_json(seen)), encoding="utf-8")
         stderr_path = work / "stderr.txt"
-        with (work / "stdout.txt").open("wb") as stdout, stderr_path.open("wb") as stderr:
-            process = subprocess.Popen(
+        with stderr_path.open("wb") as stderr:
+            outcome_of_run = box.run(
                 [
                     sys.executable,
                     "-E",  # no PYTHON* variables
                     "-s",  # no user site-packages
                     "-B",  # no __pycache__ written into the model folder
                     str(_STUB),
-                    str(model_py.resolve()),
+                    str(copied_py),
                     model_py.parent.name,
                     str(request),
                     str(result),
                 ],
-                cwd=work,
-                stdin=subprocess.DEVNULL,
-                stdout=stdout,
+                box=scratch,
+                writable=[copy],
+                readable=[_STUB.parent, *linked],
+                limits=LIMITS,
+                timeout=timeout,
                 stderr=stderr,
-                start_new_session=True,  # its own process group, killed as a whole
             )
-            try:
-                process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                _kill_group(process)
-                raise RepositoryError(
-                    f"{HOOK} did not return within {timeout:g} s",
-                    where=where,
-                    fix=f"make {HOOK} return promptly (no network, no model loading), "
-                    "or write config.pbtxt with the inputs and outputs",
-                ) from None
-            finally:
-                _kill_group(process)  # whatever the model left running
+        if outcome_of_run.timed_out:
+            raise RepositoryError(
+                f"{HOOK} did not return within {timeout:g} s",
+                where=where,
+                fix=f"make {HOOK} return promptly (no network, no model loading), "
+                "or write config.pbtxt with the inputs and outputs",
+            )
         outcome = _read_result(result)
         error_output = stderr_path.read_text(encoding="utf-8", errors="replace")
     absent = list(outcome.get("absent", []))
     if "error" in outcome or "config" not in outcome:
-        message = str(outcome.get("error") or _crash_message(process.returncode, error_output))
+        crash = _crash_message(outcome_of_run.returncode, error_output)
+        message = str(outcome.get("error") or crash)
         at = f" at {outcome['where']}" if outcome.get("where") else ""
         missing = (
             f" ({model_py.name} imports {', '.join(absent)}, not installed where deploy runs; "
@@ -160,12 +167,6 @@ def complete_config(
             "when it fails",
         )
     return _merge(config, outcome["config"], where)
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
 
 
 def _read_result(path: Path) -> dict[str, Any]:

@@ -12,7 +12,8 @@ The latest version folder's model file decides how:
   the file's names are exactly those, else `INPUT__<i>`; outputs `OUTPUT__<i>`.
   Batching (default 4, at least the sample's batch) when every sample input
   and output shares its first dimension; `--max-batch-size 0` keeps full
-  shapes.
+  shapes. The run happens in the box (`deploy.box`): a TorchScript file
+  carries code.
 - `model.py`: its `auto_complete_config`, run as the python backend runs it
   (`deploy.repository.autocomplete`, a separate process).
 
@@ -23,15 +24,19 @@ back when the check finds errors.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import sys
 import tempfile
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deploy import box
 from deploy._files import with_umask
+from deploy.box.copies import fresh_copy
 from deploy.errors import RepositoryError
 from deploy.repository.autocomplete import complete_config, defines_hook
 from deploy.repository.backends import AUTOCOMPLETE_FILES
@@ -43,6 +48,9 @@ from deploy.repository.schema import model_config_pb2
 DEFAULT_MAX_BATCH_SIZE = 4  # Triton's onnxruntime backend `default-max-batch-size`
 _FILES = ("model.onnx", "model.pt", "model.py")
 _KINDS = {"model.onnx": "onnx", "model.pt": "torchscript", "model.py": "python"}
+# Loading a TorchScript file runs the code saved in it: that happens in the box.
+_TORCHSCRIPT_STUB = Path(__file__).resolve().parent / "sandbox" / "torchscript_stub.py"
+TORCHSCRIPT_TIMEOUT_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -224,23 +232,11 @@ def _onnx_config(name: str, source: Path, max_batch_size: int | None) -> Any:
     return config
 
 
-def _torch_triton_type(torch: Any, tensor: Any) -> str | None:
-    if tensor.dtype == torch.bfloat16:
-        return "TYPE_BF16"
-    return triton_type(tensor.detach().cpu().numpy().dtype)
-
-
 def _torchscript_config(
     name: str, source: Path, sample_input: Path, max_batch_size: int | None
 ) -> Any:
     import numpy as np
 
-    try:
-        import torch
-    except ImportError:
-        raise RepositoryError(
-            "running a TorchScript model needs torch", where=str(source), fix="pip install torch"
-        ) from None
     try:
         with np.load(sample_input, allow_pickle=False) as loaded:
             arrays = [(key, loaded[key]) for key in loaded.files]
@@ -254,39 +250,37 @@ def _torchscript_config(
         raise RepositoryError(
             "the sample input holds no arrays", where=str(sample_input), fix="save one per input"
         )
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # TorchScript is deprecated upstream
-            module = torch.jit.load(str(source), map_location="cpu")  # type: ignore[no-untyped-call]
-        arguments = [a.name for a in module.forward.schema.arguments if a.name != "self"]
-    except (RuntimeError, AttributeError, ValueError) as exc:
+    ran = _run_boxed(source, sample_input)
+    step = ran.get("error")
+    if step == "torch":
         raise RepositoryError(
-            f"not a TorchScript model ({exc})",
+            "running a TorchScript model needs torch", where=str(source), fix="pip install torch"
+        )
+    if step == "load":
+        raise RepositoryError(
+            f"not a TorchScript model ({ran.get('message')})",
             where=str(source),
             fix="save it with torch.jit.save(torch.jit.script(model) or torch.jit.trace(...))",
-        ) from None
+        )
+    if step == "run":
+        raise RepositoryError(
+            f"the model failed on the sample input: {ran.get('message')}",
+            where=f"{source} with {sample_input}",
+            fix="pass arrays of the shapes and dtypes forward() takes, in its argument order",
+        )
+    if step == "result":
+        raise RepositoryError(
+            f"forward() returned {ran.get('message')}, not a tensor or a tuple of tensors",
+            where=str(source),
+            fix="write config.pbtxt by hand (the PyTorch backend needs tensor outputs)",
+        )
+    arguments = [str(a) for a in ran["arguments"]]
     keys = [key for key, _ in arrays]
     by_name = sorted(keys) == sorted(arguments)
     if by_name:
         ordered = [(key, dict(arrays)[key]) for key in arguments]
     else:
         ordered = [(f"INPUT__{i}", array) for i, (_, array) in enumerate(arrays)]
-    try:
-        with torch.no_grad():
-            result = module(*(torch.from_numpy(np.ascontiguousarray(a)) for _, a in ordered))
-    except Exception as exc:  # whatever the model raises on this sample
-        raise RepositoryError(
-            f"the model failed on the sample input: {type(exc).__name__}: {exc}",
-            where=f"{source} with {sample_input}",
-            fix="pass arrays of the shapes and dtypes forward() takes, in its argument order",
-        ) from None
-    outputs = list(result) if isinstance(result, (tuple, list)) else [result]
-    if not outputs or not all(isinstance(o, torch.Tensor) for o in outputs):
-        raise RepositoryError(
-            f"forward() returned {type(result).__name__}, not a tensor or a tuple of tensors",
-            where=str(source),
-            fix="write config.pbtxt by hand (the PyTorch backend needs tensor outputs)",
-        )
     inputs: list[tuple[str, str, list[int]]] = []
     for key, array in ordered:
         data_type = triton_type(array.dtype)
@@ -299,15 +293,16 @@ def _torchscript_config(
             )
         inputs.append((key, data_type, list(array.shape)))
     outs: list[tuple[str, str, list[int]]] = []
-    for i, output in enumerate(outputs):
-        data_type = _torch_triton_type(torch, output)
+    for i, output in enumerate(ran["outputs"]):
+        dtype = str(output["dtype"])
+        data_type = "TYPE_BF16" if dtype == "bfloat16" else triton_type(np.dtype(dtype))
         if data_type is None:
             raise RepositoryError(
-                f"output {i} has dtype {output.dtype}, which Triton has not",
+                f"output {i} has dtype {dtype}, which Triton has not",
                 where=str(source),
                 fix="return tensors of a Triton datatype",
             )
-        outs.append((f"OUTPUT__{i}", data_type, list(output.shape)))
+        outs.append((f"OUTPUT__{i}", data_type, [int(d) for d in output["shape"]]))
     firsts = {shape[0] if shape else None for _, _, shape in inputs + outs}
     batch = next(iter(firsts)) if len(firsts) == 1 else None
     if max_batch_size is None:
@@ -335,6 +330,66 @@ def _torchscript_config(
     if max_batch_size:
         config.dynamic_batching.SetInParent()
     return config
+
+
+def _run_boxed(source: Path, sample_input: Path) -> dict[str, Any]:
+    """What the TorchScript model does on the sample, from `_TORCHSCRIPT_STUB` in the box."""
+    if box.skip_reason() is not None:
+        raise box.refused(
+            str(source), "inferring a TorchScript model's config", fix="write config.pbtxt by hand"
+        )
+    box.announce(source, "init-config runs it on the sample input")
+    with box.scratch(prefix="deploy-torchscript-") as scratch:
+        copy = scratch.work / "model" / source.parent.name
+        linked = fresh_copy(source.parent, copy)
+        sample = scratch.work / "sample.npz"
+        shutil.copyfile(sample_input, sample)
+        result = scratch.work / "result.json"
+        stderr_path = scratch.work / "stderr.txt"
+        with stderr_path.open("wb") as stderr:
+            outcome = box.run(
+                [
+                    sys.executable,
+                    "-E",
+                    "-s",
+                    "-B",
+                    str(_TORCHSCRIPT_STUB),
+                    str(copy / source.name),
+                    str(sample),
+                    str(result),
+                ],
+                box=scratch,
+                writable=[copy],
+                readable=[_TORCHSCRIPT_STUB.parent, *linked],
+                limits=_torchscript_limits(),
+                timeout=TORCHSCRIPT_TIMEOUT_S,
+                stderr=stderr,
+            )
+        try:
+            document = json.loads(result.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            document = None
+        tail = stderr_path.read_text(encoding="utf-8", errors="replace").strip()[-2000:]
+    if outcome.timed_out:
+        raise RepositoryError(
+            f"running the model on the sample took over {TORCHSCRIPT_TIMEOUT_S:g} s",
+            where=str(source),
+            fix="pass a smaller sample, or write config.pbtxt by hand",
+        )
+    if not isinstance(document, dict):
+        raise RepositoryError(
+            f"running the model on the sample stopped with status {outcome.returncode}"
+            + (f"; its last output: {tail}" if tail else ""),
+            where=str(source),
+            fix="load it with torch.jit.load to see why, or write config.pbtxt by hand",
+        )
+    return document
+
+
+def _torchscript_limits() -> box.Limits:
+    """20 CPU-minutes, this machine's memory, 1 GiB files."""
+    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return box.Limits(cpu_s=1200, data_bytes=memory, file_bytes=1 << 30, open_files=1024)
 
 
 def _python_config(name: str, source: Path, max_batch_size: int | None) -> Any:

@@ -13,11 +13,13 @@ than raised, so one bad model does not hide the others.
 from __future__ import annotations
 
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
 from google.protobuf import text_format
 
+from deploy.box import refused, skip_reason
 from deploy.errors import RepositoryError
 from deploy.repository.autocomplete import AUTO_COMPLETE_TIMEOUT_S, complete_config, defines_hook
 from deploy.repository.backends import AUTOCOMPLETE_FILES, backend_of, v2_datatype
@@ -165,6 +167,27 @@ def _load_model(folder: Path, timeout: float) -> Model | LoadProblem:
             )
         config, inferred_from = inferred
     hook = _auto_complete_hook(config, versions)
+    if hook is not None and skip_reason() is not None:
+        if not (config.input and config.output):
+            error = refused(
+                str(hook),
+                f"model {folder.name}'s config (inputs and outputs)",
+                fix="write config.pbtxt with its inputs and outputs",
+            )
+            return LoadProblem(
+                model=folder.name,
+                file=hook,
+                field="TritonPythonModel.auto_complete_config",
+                message=error.message,
+                fix=error.fix or "",
+            )
+        print(
+            f"not run: {hook} (auto_complete_config), skipped by {skip_reason()}; config.pbtxt "
+            "is complete, but the hook went unchecked (SageMaker's Triton runs it at load)",
+            file=sys.stderr,
+            flush=True,
+        )
+        hook = None
     if hook is not None:
         try:
             config = complete_config(hook, config, timeout=timeout)

@@ -80,7 +80,8 @@ def model_folders(repo: Path) -> set[str]:
 
 def run_cli(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(app, list(args))
-    return result.exit_code, result.output
+    # stdout only: stderr carries the notes that repository code runs, and where.
+    return result.exit_code, result.stdout
 
 
 @pytest.mark.parametrize("case", cases("validate"))

@@ -184,7 +184,7 @@ def test_python_model_config_comes_from_auto_complete_config(tmp_path: Path) -> 
     )
     result = run(str(folder), "--json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["kind"] == "python"
+    assert json.loads(result.stdout)["kind"] == "python"
     config = config_of(folder)
     assert config.backend == "python" and config.max_batch_size == 8
     assert summary(config) == [("IN", "TYPE_FP32", [2]), ("OUT", "TYPE_FP32", [2])]

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -28,7 +31,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.cdk]
 
 ROOT = Path(__file__).resolve().parents[2]
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
-EXTRAS = "cli,infra"
+EXTRAS = "local,infra,emulate"  # what the README's user path installs
 WHEELHOUSE = ROOT / "build" / "test-wheelhouse"
 PROJECT_NAME = "sentiment-api"  # the folder `deploy init` names the endpoint after
 
@@ -278,3 +281,87 @@ _CLI_PATH = (
     "from pathlib import Path; from deploy.lifecycle.cdk_toolkit import cdk_cli; "
     "print(cdk_cli(Path.cwd()))"
 )
+
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+USER_BLOCK = re.compile(r"<!-- readme-example: (user-[\w-]+) -->\n```bash\n(.*?)```", re.S)
+USER_PATH = ["user-install", "user-loop", "user-serve", "user-invoke", "user-plan", "user-emulate"]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.triton
+@pytest.mark.moto
+def test_the_readme_user_path_runs_as_printed(
+    installed_deploy: InstalledDeploy,
+    triton_cache_home: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Every block of "Use it in your project", as printed, in an empty folder, with the
+    installed wheel. The install block itself is the one line not run: the wheel under
+    test stands in for the package index (the extras it names are the ones installed)."""
+    blocks = dict(USER_BLOCK.findall(README))
+    assert list(blocks) == USER_PATH
+    install_line = blocks["user-install"].splitlines()[1]
+    assert install_line == f"pip install 'triton-sagemaker-deploy[{EXTRAS}]'"
+    project = tmp_path_factory.mktemp("empty") / "fraud-scores"
+    project.mkdir()
+    port = _free_port()
+    env = {
+        **installed_deploy.env,
+        # tritonserver already fetched into this cache (one download per test session)
+        "XDG_CACHE_HOME": str(triton_cache_home),
+        # the machine is shared: the local endpoint's port, as `local_port` allows
+        "DEPLOY_LOCAL_PORT": str(port),
+        "PIP_NO_INDEX": "1",
+    }
+
+    def run(name: str, timeout: float = 900) -> str:
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", blocks[name]],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        output = done.stdout + done.stderr
+        assert done.returncode == 0, f"{name}:\n{output}"
+        assert "Traceback" not in output, output
+        return output
+
+    loop = run("user-loop")
+    assert "0 error(s)" in loop and (project / "build" / "models" / "manifest.json").is_file()
+    serve = subprocess.Popen(
+        ["bash", "-c", blocks["user-serve"]],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        state = project / ".deploy" / "local" / "local.json"
+        deadline = time.monotonic() + 300
+        while not (state.exists() and json.loads(state.read_text()).get("url")):
+            assert serve.poll() is None, serve.communicate()[0]
+            assert time.monotonic() < deadline, "deploy serve did not start"
+            time.sleep(0.5)
+        invoked = run("user-invoke")
+        assert "[1.0, 2.0, 3.0, 4.0]" in invoked  # OUTPUT0 = INPUT0 + INPUT1
+        assert serve.wait(timeout=60) == 0  # `deploy down --local` stopped it
+    finally:
+        if serve.poll() is None:
+            os.killpg(serve.pid, signal.SIGKILL)
+            serve.wait()
+    plan = run("user-plan")
+    assert "fraud-scores" in plan
+    assert (project / "cdk.out" / "fraud-scores-prod-endpoint.template.json").is_file()
+    emulated = run("user-emulate", timeout=1500)
+    assert "smoke" in emulated and "fraud-scores" in emulated

@@ -140,12 +140,13 @@ def test_a_failing_hook_is_an_error_naming_the_model(
 
 
 def test_a_hook_that_hangs_is_stopped_with_everything_it_started(tmp_path: Path) -> None:
-    pid_file = tmp_path / "child.pid"
+    # The box lets the hook write nowhere the test could read: its child is found by
+    # its unique command line instead.
+    marker = f"{600 + os.getpid() % 1000}.{time.time_ns() % 10**6}"
     folder = python_model(
         tmp_path,
         "import subprocess, time\n"
-        f'child = subprocess.Popen(["sleep", "600"])\n'
-        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        f'child = subprocess.Popen(["sleep", "{marker}"], start_new_session=True)\n'
         "time.sleep(600)",
         name="stuck",
     )
@@ -153,15 +154,19 @@ def test_a_hook_that_hangs_is_stopped_with_everything_it_started(tmp_path: Path)
     assert isinstance(problem, LoadProblem)
     assert problem.model == "stuck"
     assert problem.message == "auto_complete_config did not return within 2 s"
-    child = int(pid_file.read_text())
-    for _ in range(50):  # the child belongs to the killed process group
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail(f"process {child} started by auto_complete_config is still running")
+    left = [
+        proc.name
+        for proc in Path("/proc").iterdir()
+        if proc.name.isdigit() and marker.encode() in _cmdline(proc)
+    ]
+    assert left == [], f"processes started by auto_complete_config still run: {left}"
+
+
+def _cmdline(proc: Path) -> bytes:
+    try:
+        return (proc / "cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def test_modules_missing_here_are_stood_in_for(tmp_path: Path) -> None:

@@ -116,5 +116,5 @@ def test_a_new_project_runs_the_newest_image_that_the_catalogue_pairs_with_an_am
     for stage in ("dev", "staging", "prod"):
         settings = load_settings(stage=stage, config_file=tmp_path / "proj" / "deploy.toml")
         assert settings.infra.triton_version == NEW_STAGE_TRITON_VERSION
-    assert NEW_STAGE_TRITON_VERSION == known_tags()[-1]
+    assert known_tags()[-1] == NEW_STAGE_TRITON_VERSION
     assert image(NEW_STAGE_TRITON_VERSION).inference_ami is not None
