@@ -24,6 +24,7 @@ leaves REPO as it was.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -204,7 +205,11 @@ def _check(staging: Path, out: Path) -> tuple[Any, ...]:
             where=str(out),
             fix="; ".join(dict.fromkeys(d.fix for d in report.errors)),
         )
-    return tuple(report.warnings)
+    # The staging folder goes once the bind is done: name the files where they will be.
+    return tuple(
+        dataclasses.replace(d, file=place(str(d.file)), message=place(d.message))
+        for d in report.warnings
+    )
 
 
 def _replace(source: Path, target: Path) -> None:

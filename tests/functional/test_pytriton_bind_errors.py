@@ -284,3 +284,17 @@ def test_the_scripts_requirements_become_the_models(tmp_path: Path) -> None:
     out = tmp_path / "repo"
     bind_script(path, out)
     assert (out / "m" / "requirements.txt").read_text() == "six==1.17.0\n"
+
+
+def test_warnings_name_files_where_they_are_after_the_bind(tmp_path: Path) -> None:
+    # A torch import in a file next to the script: the SageMaker image's Python lacks torch.
+    path = script(tmp_path, "with Triton() as t:\n    t.bind('m', infer, X, Y)\n")
+    (path.parent / "client.py").write_text("import torch\n")
+    out = tmp_path / "repo"
+    result = bind_script(path, out)
+    warned = [d for d in result.warnings if "torch" in d.message]
+    assert warned, result.warnings
+    for diagnostic in warned:
+        named = Path(str(diagnostic.file).split(":", 1)[0])
+        assert named.is_relative_to(out), diagnostic.file
+        assert named.exists(), diagnostic.file
