@@ -29,7 +29,7 @@ def _free_port() -> int:
 
 
 def test_the_sdk_and_the_local_endpoint_agree_on_the_header() -> None:
-    from deploy.client._core import ENDPOINT_NAME_HEADER as SDK_HEADER
+    from deploy.client._discovery import ENDPOINT_NAME_HEADER as SDK_HEADER
 
     assert SDK_HEADER == ENDPOINT_NAME_HEADER  # the SDK keeps its own copy
 

@@ -77,9 +77,10 @@ def test_image_tag_follows_the_processor(instance_type: str, processor: str) -> 
 
 
 def test_unknown_image_version_names_the_setting() -> None:
-    with pytest.raises(InfraConfigError, match=r"version '19\.01'") as raised:
+    with pytest.raises(InfraConfigError, match=r"Triton image '19\.01'") as raised:
         triton_image_uri(region="us-east-1", version="19.01", instance_type="ml.g5.xlarge")
     assert raised.value.where == "infra.triton_version"
+    assert raised.value.fix and "24.09" in raised.value.fix  # the tags the catalogue knows
 
 
 def _app_env(tmp_path: Path, context: dict[str, object]) -> dict[str, str]:
