@@ -114,12 +114,17 @@ class Index:
 
 
 def _children_environments() -> list[dict[str, str]]:
-    """The environments of this process's running children (pip, while it waits on us)."""
+    """The environments of this process's running pip children (pip, while it waits on us).
+
+    Other children of the test process (a session's tritonserver, the CDK's node) are not
+    pip: only processes running pip count."""
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
             if int(fields[1]) != os.getpid():
+                continue
+            if b"pip" not in (stat.parent / "cmdline").read_bytes():
                 continue
             raw = (stat.parent / "environ").read_bytes()
         except (OSError, IndexError, ValueError):
