@@ -126,3 +126,14 @@ def triton_cache_home(triton_wheels: Path, tmp_path_factory: pytest.TempPathFact
         patch.setenv("XDG_CACHE_HOME", str(home))
         ensure_cached(source=triton_wheels)
     return home
+
+
+@pytest.fixture(autouse=True)
+def _one_commands_repository_code_choice() -> Iterator[None]:
+    """A command run in-process (CliRunner) records `--no-repo-code` in os.environ for the
+    processes it starts; the next test is another command."""
+    from deploy.box.policy import ENV
+
+    yield
+    for name in (ENV, ENV + "_SOURCE"):
+        os.environ.pop(name, None)

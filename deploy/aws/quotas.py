@@ -67,4 +67,7 @@ class ServiceQuotas:
         except AwsCallError as exc:
             if exc.code in _RAISED:
                 raise
-            return QuotaAnswer(None, exc.message)
+            # A non-AWS answer (an emulator's HTML 500) says nothing worth repeating.
+            first = exc.message.splitlines()[0] if exc.message else exc.code
+            said = f"Service Quotas answered {exc.code}" if "<" in first else first[:200]
+            return QuotaAnswer(None, said)

@@ -25,6 +25,11 @@ def decide(*, flag: bool, configured: object = None, where: str = "deploy.toml")
     The choice is also put in the environment, so commands this one starts
     (`deploy up --local` starting `deploy serve`) make the same one.
     """
+    if os.environ.get(ENV + "_SOURCE"):
+        # An earlier command in this process decided (the CLI run in-process, as tests and
+        # embedding applications do): its choice is not this command's.
+        os.environ.pop(ENV, None)
+        os.environ.pop(ENV + "_SOURCE", None)
     if flag:
         os.environ[ENV] = "false"
         os.environ[ENV + "_SOURCE"] = FLAG

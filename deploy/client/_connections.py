@@ -80,7 +80,11 @@ class Connections:
             connection = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
         connection._create_connection = _connect  # type: ignore[attr-defined]
         try:
-            connection.connect()
+            try:
+                connection.connect()
+            except BaseException:
+                connection.close()  # a socket connected before TLS (or the deadline) failed
+                raise
         except ssl.SSLError as exc:
             raise SSLError(endpoint_url=self.url, error=exc) from exc
         except (TimeoutError, DeadlineExceededError) as exc:

@@ -184,9 +184,13 @@ class DeadlineTransport:
         if not request.stream_output:
             # A body botocore parses whole is read here, where failures are mapped,
             # as botocore's own transport does; a streamed one is read by the caller.
-            with _botocore_errors(request.url):
-                preloaded = response.content  # the property reads and keeps the body
-                del preloaded
+            try:
+                with _botocore_errors(request.url):
+                    preloaded = response.content  # the property reads and keeps the body
+                    del preloaded
+            except BaseException:
+                answer.close()  # a half-read body leaves a connection nobody can reuse
+                raise
         return response
 
     def urlopen(

@@ -88,7 +88,9 @@ def control_plane(host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
 
     from moto.server import ThreadedMotoServer
 
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request otherwise
+    # A line per request otherwise, and a traceback for each call moto does not emulate
+    # (Service Quotas for SageMaker, ...), which answers 500; deploy reports those itself.
+    logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
     port = port or free_port(host)
     server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
     try:

@@ -154,9 +154,16 @@ def test_manifest_marks_optional_inputs_and_only_those(tmp_path: Path) -> None:
         {"name": "X", "datatype": "FP32", "shape": [2]},
         {"name": "MASK", "datatype": "BOOL", "shape": [2], "optional": True},
     ]
-    assert document["models"]["m"]["outputs"] == [{"name": "Y", "datatype": "FP32", "shape": [2]}]
+    # A model with an optional input may leave out the outputs computed from it.
+    assert document["models"]["m"]["outputs"] == [
+        {"name": "Y", "datatype": "FP32", "shape": [2], "optional": True}
+    ]
     manifest = read_manifest(tmp_path / "out")
     assert [t.optional for t in manifest.models["m"].inputs] == [False, True]
+    plain = make_repo(tmp_path / "plain")
+    package_repository(plain, tmp_path / "plain-out")
+    unchanged = json.loads((tmp_path / "plain-out" / "manifest.json").read_text())
+    assert "optional" not in json.dumps(unchanged["models"]["m"])
 
 
 def test_no_op_rerun_reuses_every_archive_without_rewriting(tmp_path: Path) -> None:

@@ -106,7 +106,8 @@ def assert_same(expected: dict[str, Any], *answers: dict[str, np.ndarray]) -> No
                 assert answer[name].tolist() == value.astype(object).tolist(), name
             else:
                 assert answer[name].dtype == value.dtype, name
-                np.testing.assert_allclose(answer[name], value, rtol=1e-6, err_msg=name)
+                # float32: a batched run sums in another order than the direct call
+                np.testing.assert_allclose(answer[name], value, rtol=1e-5, err_msg=name)
 
 
 @pytest.mark.parametrize(

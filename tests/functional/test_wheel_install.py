@@ -337,20 +337,21 @@ def test_the_readme_user_path_runs_as_printed(
 
     loop = run("user-loop")
     assert "0 error(s)" in loop and (project / "build" / "models" / "manifest.json").is_file()
-    serve = subprocess.Popen(
-        ["bash", "-c", blocks["user-serve"]],
-        cwd=project,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+    second_terminal = project.parent / "serve.out"
+    with second_terminal.open("wb") as terminal:
+        serve = subprocess.Popen(
+            ["bash", "-c", blocks["user-serve"]],
+            cwd=project,
+            env=env,
+            stdout=terminal,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         state = project / ".deploy" / "local" / "local.json"
         deadline = time.monotonic() + 300
         while not (state.exists() and json.loads(state.read_text()).get("url")):
-            assert serve.poll() is None, serve.communicate()[0]
+            assert serve.poll() is None, second_terminal.read_text()
             assert time.monotonic() < deadline, "deploy serve did not start"
             time.sleep(0.5)
         invoked = run("user-invoke")
