@@ -16,8 +16,6 @@ from pathlib import Path
 
 import typer
 
-from deploy.errors import ConfigError
-
 
 def register(app: typer.Typer) -> None:
     app.command(
@@ -29,7 +27,7 @@ def register(app: typer.Typer) -> None:
 def cdk(ctx: typer.Context) -> None:
     """Run the pinned AWS CDK CLI (installed on first use) on the packaged CDK app,
     e.g. `deploy cdk synth -c stage=prod`; the CLI's own help: `deploy cdk -- --help`."""
-    from deploy.lifecycle.cdk_toolkit import cdk_cli
+    from deploy.lifecycle.cdk_toolkit import cannot_run, cdk_cli
     from deploy.lifecycle.templates import app_command
 
     here = Path.cwd()
@@ -46,9 +44,5 @@ def cdk(ctx: typer.Context) -> None:
     try:
         code = subprocess.call([str(cli), *args], env=environment)
     except OSError as exc:
-        raise ConfigError(
-            f"cannot run the CDK CLI: {exc}",
-            where=str(cli),
-            fix="remove the folder named and run the command again (it is installed afresh)",
-        ) from exc
+        raise cannot_run(cli, exc) from exc
     raise typer.Exit(code)

@@ -21,8 +21,8 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from deploy.errors import ConfigError, DeployError
-from deploy.lifecycle.cdk_toolkit import cdk_cli
+from deploy.errors import DeployError
+from deploy.lifecycle.cdk_toolkit import cannot_run, cdk_cli
 from deploy.lifecycle.provider import Reporter
 from deploy.lifecycle.rollout import Rollout
 
@@ -124,11 +124,7 @@ def cdk_deploy(
             errors="replace",
         )
     except OSError as exc:
-        raise ConfigError(
-            f"cannot run the CDK CLI: {exc}",
-            where=str(cli),
-            fix="remove the folder named and run the command again (it is installed afresh)",
-        ) from exc
+        raise cannot_run(cli, exc) from exc
     with process:
         for line in process.stdout or ():
             tail.append(line.rstrip())

@@ -210,3 +210,12 @@ def install_cdk_cli(version: str = CDK_CLI_VERSION, *, progress: TextIO | None =
         raise ConfigError(f"the AWS CDK CLI {version} is missing after install", where=str(target))
     print(f"installed the AWS CDK CLI {version}", file=out, flush=True)
     return cli
+
+
+def cannot_run(cli: Path, exc: OSError) -> ConfigError:
+    """The error for a CDK CLI that does not start (a broken or half-removed install)."""
+    return ConfigError(
+        f"cannot run the CDK CLI: {exc}",
+        where=str(cli),
+        fix="remove the folder named and run the command again (it is installed afresh)",
+    )
