@@ -143,6 +143,9 @@ class AsyncEndpoint:
         if self._http is not None:
             await self._http.close()
             self._http = None
+            # Closed transports finish on the loop's next turn; an asyncio.run() that
+            # ends right after would leave them unclosed.
+            await asyncio.sleep(0)
         self._sync.close()
 
     async def __aenter__(self) -> AsyncEndpoint:

@@ -253,7 +253,8 @@ def endpoint_name_at(
         with urllib.request.urlopen(request, timeout=timeout) as response:
             name = response.headers.get(ENDPOINT_NAME_HEADER)
     except urllib.error.HTTPError as exc:  # a store without a manifest still names itself
-        name = exc.headers.get(ENDPOINT_NAME_HEADER)
+        with exc:  # the error is the response: close its connection
+            name = exc.headers.get(ENDPOINT_NAME_HEADER)
     except (urllib.error.URLError, OSError, ValueError):
         return None
     return str(name) if name else None

@@ -55,11 +55,11 @@ def test_the_manifest_marks_outputs_of_a_model_with_optional_inputs_optional(
 def test_the_sdk_accepts_an_answer_without_the_outputs_of_omitted_inputs(
     endpoint: LocalEndpoint,
 ) -> None:
-    client = Endpoint(endpoint.endpoint_name, endpoint_url=endpoint.url)
     value = np.array([[1.5]], dtype=np.float16)
-    result = client.infer("identity", {"fp16_input": value})
-    assert set(result) == {"fp16_output"}
-    np.testing.assert_array_equal(result["fp16_output"], value)
-    # Asked for by name, a missing output is still an error.
-    with pytest.raises(ResponseFormatError, match="string_output"):
-        client.infer("identity", {"fp16_input": value}, outputs=["string_output"])
+    with Endpoint(endpoint.endpoint_name, endpoint_url=endpoint.url) as client:
+        result = client.infer("identity", {"fp16_input": value})
+        assert set(result) == {"fp16_output"}
+        np.testing.assert_array_equal(result["fp16_output"], value)
+        # Asked for by name, a missing output is still an error.
+        with pytest.raises(ResponseFormatError, match="string_output"):
+            client.infer("identity", {"fp16_input": value}, outputs=["string_output"])
