@@ -110,7 +110,7 @@ def image(tag: str) -> TritonImage:
         min_driver=int(entry["min_driver"]),
         inference_ami=entry["inference_ami"],
         min_compute_capability=(capability[0], capability[1]),
-        python=_python(entry["ubuntu"]),
+        python=image_python(key),
     )
 
 
