@@ -34,6 +34,8 @@ class Case:
     name: str  # the folder under repos/ and the module under clients/
     source: str  # where the repository and client come from
     served: bool = True  # False: no published call can run here (validate and package only)
+    # Also served straight from its repository folder (`deploy serve REPO`, packaged on the fly)
+    served_from_repository: bool = False
     instance: str | None = None  # the instance type the source deploys on (`--instance`)
     standins: tuple[Callable[[Path], None], ...] = ()
     references: Mapping[str, ref.Reference] = field(default_factory=dict)  # model -> outputs
@@ -188,6 +190,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "pb_auto_complete",
         f"{PYTHON_BACKEND}/auto_complete (no config.pbtxt; model.py defines auto_complete_config)",
+        served_from_repository=True,
         references={
             "nobatch_auto_complete": ref.numpy_function(_add_sub),
             "batch_auto_complete": ref.numpy_function(_add_sub),
@@ -375,6 +378,7 @@ CASES: tuple[Case, ...] = (
         "tut_identity",
         f"{TUTORIALS} Triton_Inference_Server_Python_API/identity-models (complete config with "
         "optional inputs; model.py also defines auto_complete_config)",
+        served_from_repository=True,
         references={"identity": ref.numpy_function(_identity("_input", "_output"))},
     ),
     Case(
