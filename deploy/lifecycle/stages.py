@@ -142,7 +142,10 @@ def plan(
     if package.archive is not None:
         # The endpoint's Model reads this archive: its templates name the key.
         provider.use_model_archive(package.archive.key)
+    from deploy.packaging.bundles import check_published_bundles
+
     published = provider.published_manifest()
+    check_published_bundles(package.document, published)
     stored = provider.stored_sha256(file.key for file in package.files)
     diff = mode.layout.diff(package, published, stored)
     infra = provider.plan_infra(desired)
