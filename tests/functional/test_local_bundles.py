@@ -151,3 +151,40 @@ def test_callers_bundling_different_preprocess_never_get_each_others_answer(
         assert endpoint.platform.unload(targets["caller_c"])
         assert "'preprocess'" in refusal("caller_b")
         assert answer("caller_a") == 1.0
+
+
+def test_a_bundle_named_like_an_ensemble_step_fails_the_bls_calls_as_validate_warns(
+    tmp_path: Path,
+) -> None:
+    """What `deploy validate` warns about (rules/bundles.py), on the real server: an
+    ensemble whose step is `preprocess` and a BLS archive bundling `preprocess`."""
+    from deploy.validation import validate_repository
+
+    repo = tmp_path / "repo"
+    preprocess(repo, 1.0)
+    caller(repo, "caller_a")
+    (repo / "pipe" / "1").mkdir(parents=True)
+    (repo / "pipe" / "config.pbtxt").write_text(
+        'name: "pipe"\nplatform: "ensemble"\nmax_batch_size: 0\n'
+        + TENSORS
+        + 'ensemble_scheduling { step [ { model_name: "preprocess" model_version: -1 '
+        'input_map { key: "X" value: "X" } output_map { key: "Y" value: "Y" } } ] }\n'
+    )
+    (warned,) = [
+        d
+        for d in validate_repository(repo).warnings
+        if d.model == "caller_a" and "ensemble" in d.message
+    ]
+    assert '"preprocess"' in warned.message and '"pipe"' in warned.message
+    manifest = package_repository(repo, tmp_path / "store").manifest
+    x = {"X": np.array([0.0], dtype=np.float32)}
+    options = EndpointOptions()
+    with LocalEndpoint(tmp_path / "store", work_dir=tmp_path / "work", options=options) as endpoint:
+        runtime = runtime_client(endpoint.url)
+        _, outputs = invoke(runtime, "local", manifest.models["caller_a"].target_model, x)
+        assert float(outputs["Y"][0]) == 1.0  # alone, the bundle answers
+        _, outputs = invoke(runtime, "local", manifest.models["pipe"].target_model, x)
+        assert float(outputs["Y"][0]) == 1.0
+        with pytest.raises(ClientError) as caught:  # beside the ensemble, it fails
+            invoke(runtime, "local", manifest.models["caller_a"].target_model, x)
+        assert "Model 'preprocess' is not ready" in caught.value.response["Error"]["Message"]
