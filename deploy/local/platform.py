@@ -673,6 +673,7 @@ class ModelPlatform:
             "unloading": unloading,
             "available": available,
             "evictions": self.evictions,
+            "bundled": self.bundles.held(),  # bundled BLS model -> the TargetModel that loaded it
             "loads_total": sum(self.loads.values()),
             "max_models": self.max_models,
             "max_bytes": self.max_bytes,

@@ -140,6 +140,7 @@ def test_callers_bundling_different_preprocess_never_get_each_others_answer(
             return str(error["Message"])
 
         assert answer("caller_a") == 1.0
+        assert endpoint.listing()["bundled"] == {"preprocess": targets["caller_a"]}
         message = refusal("caller_b")
         assert targets["caller_a"] in message and targets["caller_b"] in message
         assert "'preprocess'" in message and "another name" in message
