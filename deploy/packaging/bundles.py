@@ -176,20 +176,23 @@ def check_published_bundles(
 ) -> None:
     """Before `deploy up` uploads anything: the archives it publishes may not bundle a
     model that differs from one of the same name in another archive it publishes, nor
-    in an archive the published manifest names (an earlier run's, which instances may
-    still hold loaded, its bundled models with it, whatever archive asks for them)."""
+    in an archive the `published` manifest names (an earlier run's, which a running
+    endpoint's instances may still hold loaded, its bundled models with it, whatever
+    archive asks for them; pass None when no endpoint runs)."""
     new = manifest_bundles(document)
     earlier = {k: v for k, v in manifest_bundles(published).items() if k not in new}
     conflicts = bundle_conflicts(new)
     if not conflicts:
-        conflicts = [
-            c for c in bundle_conflicts({**earlier, **new}) if (c.first in new) != (c.second in new)
+        across = [
+            BundleConflict(name, old, fresh)
+            for fresh in sorted(new)
+            for name, digest in sorted(new[fresh].items())
+            for old in sorted(earlier)
+            if earlier[old].get(name, digest) != digest
         ]
-        if conflicts:
-            first = conflicts[0]
-            old, fresh = (
-                (first.first, first.second) if first.second in new else (first.second, first.first)
-            )
+        if across:
+            first = across[0]
+            old, fresh = first.first, first.second
             raise PackagingError(
                 f"archive {fresh} bundles a model called {first.name!r} that differs from the "
                 f"{first.name!r} bundled in {old}, which the published manifest names (an "
@@ -199,7 +202,8 @@ def check_published_bundles(
                 where=f"models bundling {first.name!r}",
                 fix=f"give the changed {first.name!r} another name (its folder, its config's "
                 "name, the deploy.dependencies entry and the model_name its BLS callers "
-                "pass), or start the endpoint afresh (`deploy down`, then `deploy up`)",
+                "pass), or start the endpoint afresh (`deploy down`, then `deploy up`: a new "
+                "endpoint holds nothing)",
             )
         return
     first = conflicts[0]

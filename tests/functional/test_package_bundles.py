@@ -2,10 +2,11 @@
 bundle that differs from the one an earlier run published under the same name.
 
 GIVEN a repository whose BLS caller bundles `preprocess`, deployed once (its manifest
-published to the local provider's store)
+published to the local provider's store, the endpoint running)
 WHEN `preprocess` changes and `deploy up --local --dry-run` plans again
 THEN the plan stops before anything is uploaded, naming both archives, the model and
-the fix (an instance that loaded the earlier `preprocess` keeps it under that name).
+the fix (an endpoint that loaded the earlier `preprocess` keeps it under that name);
+once the endpoint is stopped, the same plan goes through (a new one holds nothing).
 """
 
 from __future__ import annotations
@@ -48,7 +49,11 @@ def test_the_manifest_records_the_bundles_the_extracted_archive_holds(tmp_path: 
     assert read_manifest(out).models["caller_a"].extra[BUNDLES_KEY] == recorded
 
 
-def test_up_refuses_a_bundle_that_differs_from_the_published_one(tmp_path: Path) -> None:
+@pytest.mark.slow
+@pytest.mark.triton
+def test_up_refuses_a_bundle_that_differs_from_the_one_a_running_endpoint_may_hold(
+    tmp_path: Path,
+) -> None:
     repo = repository(tmp_path / "repo", 1.0)
     provider = LocalProvider("bundles", state_dir=tmp_path / "state")
     earlier = tmp_path / "earlier"
@@ -56,24 +61,30 @@ def test_up_refuses_a_bundle_that_differs_from_the_published_one(tmp_path: Path)
     provider.store_dir.mkdir(parents=True)
     provider.publish_manifest((earlier / "manifest.json").read_bytes())
     old_target = read_manifest(earlier).models["caller_a"].target_model
+    source = repo / "preprocess" / "1" / "model.py"
+    source.write_text(source.read_text().replace("[1.0]", "[2.0]"))
 
-    settings = load_settings()
-    (repo / "preprocess" / "1" / "model.py").write_text(
-        (repo / "preprocess" / "1" / "model.py").read_text().replace("[1.0]", "[2.0]")
-    )
-    with pytest.raises(PackagingError) as caught:
+    def plan_again() -> None:
         up(
-            settings,
+            load_settings(),
             provider,
             repository=repo,
             package_dir=tmp_path / "package",
             options=UpOptions(dry_run=True),
             reporter=SilentReporter(),
         )
+
+    provider.start()
+    try:
+        with pytest.raises(PackagingError) as caught:
+            plan_again()
+    finally:
+        provider.stop()
     error = caught.value
     new_target = read_manifest(tmp_path / "package").models["caller_a"].target_model
     assert new_target != old_target
     assert old_target in error.message and new_target in error.message
     assert "'preprocess'" in error.message and "Nothing was uploaded" in error.message
-    assert error.fix and "another name" in error.fix
+    assert error.fix and "another name" in error.fix and "deploy down" in error.fix
     assert not (provider.store_dir / new_target).exists()
+    plan_again()  # no endpoint runs: nothing holds the earlier preprocess

@@ -131,3 +131,13 @@ def test_publishing_two_archives_whose_bundles_differ_is_refused() -> None:
     with pytest.raises(PackagingError) as caught:
         check_published_bundles(manifest(**{"caller_a-1": one, "caller_b-1": two}), None)
     assert "caller_a-1" in caught.value.message and "caller_b-1" in caught.value.message
+
+
+def test_every_earlier_archive_counts_not_only_the_first_of_a_name() -> None:
+    one = archive_bundles(caller_files("caller_a"))
+    two = archive_bundles(caller_files("caller_a", preprocess="two"))
+    # An earlier archive with the new bundle sorts first; another holds the old one.
+    published = manifest(**{"caller_a-0": two, "caller_z-0": one})
+    with pytest.raises(PackagingError) as caught:
+        check_published_bundles(manifest(**{"caller_a-1": two}), published)
+    assert "caller_z-0" in caught.value.message
