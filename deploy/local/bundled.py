@@ -18,7 +18,8 @@ model that fails to load does on SageMaker (ModelError, OriginalStatusCode
 400), naming both archives, the model and the fix. Identical bundles (same
 digest) load as before. The ledger lives as long as the tritonserver process:
 a restarted server holds nothing, and a load refused before Triton was asked
-claims nothing.
+claims nothing; one that reached Triton keeps its claim even if it failed, as
+its `initialize` may have loaded the bundle before failing.
 """
 
 from __future__ import annotations
