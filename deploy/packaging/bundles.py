@@ -123,6 +123,12 @@ class BundleConflict:
 
     @property
     def message(self) -> str:
+        if self.first == self.second:
+            return (
+                f"archive {self.first} bundles two different models called {self.name!r} "
+                "(at two depths of deps/); both load under that plain name, so one of them "
+                "answers every call to it"
+            )
         return (
             f"archives {self.first} and {self.second} both bundle a model called "
             f"{self.name!r}, with different contents; a bundled model loads under its plain "

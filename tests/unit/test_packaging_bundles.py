@@ -94,6 +94,7 @@ def test_one_archive_bundling_two_different_models_of_one_name_conflicts_with_it
     }
     (conflict,) = bundle_conflicts({"caller.tar.gz": archive_bundles(files)})
     assert conflict.first == conflict.second == "caller.tar.gz"
+    assert "bundles two different models called 'preprocess'" in conflict.message
 
 
 def manifest(**archives: dict[str, str]) -> dict[str, object]:
