@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from deploy.packaging.bundles import BundleConflict
+if TYPE_CHECKING:  # deploy.packaging loads its whole package: only when a clash is told
+    from deploy.packaging.bundles import BundleConflict
 
 
 class BundleLedger:
@@ -46,6 +48,8 @@ class BundleLedger:
             for name, digest in sorted(bundles.items()):
                 held = self._held.get(name)
                 if held is not None and held[0] != digest:
+                    from deploy.packaging.bundles import BundleConflict
+
                     raise BundleClashError(BundleConflict(name, held[1], target_model))
             claimed = [name for name in sorted(bundles) if name not in self._held]
             for name in claimed:

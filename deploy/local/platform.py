@@ -55,7 +55,6 @@ from deploy.local.archive import DEFAULT_MAX_EXTRACTED_BYTES, extract_archive
 from deploy.local.bundled import BundleClashError, BundleLedger
 from deploy.local.listener import VerifiedServer
 from deploy.local.store import DirectoryStore, S3Store, check_target_model
-from deploy.packaging.bundles import folder_bundles
 
 log = logging.getLogger(__name__)
 
@@ -290,6 +289,8 @@ class ModelPlatform:
             )
             phases["extract_s"] = time.perf_counter() - started - phases["fetch_s"]
             # Before adaptation rewrites anything: the digests `deploy package` records.
+            from deploy.packaging.bundles import folder_bundles
+
             (folder / "bundles.json").write_text(json.dumps(folder_bundles(model_dir)))
             try:
                 report = adapt_folder(
