@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from deploy.aws.cloudformation import Stacks, template_body
+from deploy.aws.quotas import endpoint_quota_name
 from deploy.aws.s3 import DEFAULT_PART_SIZE, ModelStore
 from deploy.aws.sagemaker import EndpointState, SageMaker
 from deploy.aws.session import AwsCallError, AwsSession
@@ -305,6 +306,14 @@ class AwsProvider:
         instance_type = desired.instance_type
         answer = self.clients.quotas.endpoint_instances(instance_type)
         quota = answer.quota
+        if answer.not_offered:
+            raise ConfigError(
+                f"{instance_type} is not offered for SageMaker endpoints in "
+                f"{self.settings.region}: Service Quotas lists no "
+                f"'{endpoint_quota_name(instance_type)}' there. Nothing was created",
+                where="instance_type",
+                fix=_not_offered_fix(instance_type, answer.offered),
+            )
         if quota is None:
             return (
                 f"the account's quota of {instance_type} endpoint instances could not be read "
@@ -470,6 +479,22 @@ class AwsProvider:
 
     def prune(self, *, keep: int, dry_run: bool = False) -> dict[str, Any]:
         return self.operations.prune(keep=keep, dry_run=dry_run)
+
+
+def _not_offered_fix(instance_type: str, offered: Sequence[str]) -> str:
+    """Another region, or a type the region offers (its own family's first)."""
+    family = instance_type.rsplit(".", 1)[0] + "."
+    kin = [name for name in offered if name.startswith(family)]
+    others = kin or [name for name in offered if name.startswith("ml.")]
+    hint = (
+        f" (it offers {', '.join(others[:6])}{', ...' if len(others) > 6 else ''})"
+        if others
+        else ""
+    )
+    return (
+        "pick a region that offers it (set `region` in deploy.toml, DEPLOY_REGION or --region), "
+        f"or an instance type this region offers{hint}"
+    )
 
 
 def _default_template_cache() -> Path:

@@ -142,10 +142,16 @@ def plan(
     if package.archive is not None:
         # The endpoint's Model reads this archive: its templates name the key.
         provider.use_model_archive(package.archive.key)
+    from deploy.packaging.bundles import check_published_bundles
+
     published = provider.published_manifest()
     stored = provider.stored_sha256(file.key for file in package.files)
     diff = mode.layout.diff(package, published, stored)
     infra = provider.plan_infra(desired)
+    # Bundled BLS models may not differ from those of the archives this publishes, nor,
+    # while an endpoint runs (instances may hold them), from the published archives'.
+    live = infra.action != "create" or infra.current is not None
+    check_published_bundles(package.document, published if live else None)
     on_aws = provider.name == "aws"
     cost = estimate_for(settings.region, desired) if on_aws else None
     return (

@@ -52,6 +52,7 @@ from typing import Any, Protocol
 from deploy.errors import LocalEndpointError
 from deploy.local.adapters import adapt_folder
 from deploy.local.archive import DEFAULT_MAX_EXTRACTED_BYTES, extract_archive
+from deploy.local.bundled import BundleClashError, BundleLedger
 from deploy.local.listener import VerifiedServer
 from deploy.local.store import DirectoryStore, S3Store, check_target_model
 
@@ -177,6 +178,7 @@ class ModelPlatform:
         self._unloading: dict[str, int] = {}  # unloads under way: TargetModel -> bytes
         self._queue: deque[str] = deque()  # loads waiting for room, first come first served
         self._pending_reload: list[str] = []
+        self.bundles = BundleLedger()  # bundled BLS models tritonserver holds (`bundled`)
         # Requests to Triton run here, so a caller can stop waiting while the answer
         # is still handled (a late load is registered, a late unload finished).
         self._triton = ThreadPoolExecutor(max_workers=8, thread_name_prefix="triton-admin")
@@ -286,6 +288,10 @@ class ModelPlatform:
                 name=f"TargetModel {target_model}",
             )
             phases["extract_s"] = time.perf_counter() - started - phases["fetch_s"]
+            # Before adaptation rewrites anything: the digests `deploy package` records.
+            from deploy.packaging.bundles import folder_bundles
+
+            (folder / "bundles.json").write_text(json.dumps(folder_bundles(model_dir)))
             try:
                 report = adapt_folder(
                     model_dir, cuda_devices=self.cuda_devices, auto_complete=self.auto_complete
@@ -329,7 +335,12 @@ class ModelPlatform:
                 self._extract(target_model, folder, phases)
             adapted = json.loads((folder / "adapted.json").read_text())
             size = sum(p.stat().st_size for p in model_dir.rglob("*") if p.is_file())
-            self._admit(target_model, size, deadline)
+            claimed = self._claim_bundles(target_model, folder)
+            try:
+                self._admit(target_model, size, deadline)
+            except BaseException:
+                self.bundles.release(target_model, claimed)  # Triton was not asked
+                raise
             admitted = True
             model = LoadedModel(target_model, name, model_dir, size, 0.0, adapted=adapted)
             posted = time.perf_counter()
@@ -368,6 +379,16 @@ class ModelPlatform:
         finally:
             if not handed_off:
                 gate.release()
+
+    def _claim_bundles(self, target_model: str, folder: Path) -> list[str]:
+        """Claim the archive's bundled models, or refuse it as a failed load (`bundled`)."""
+        bundles = json.loads((folder / "bundles.json").read_text())
+        try:
+            return self.bundles.claim(target_model, bundles)
+        except BundleClashError as exc:
+            error = ModelLoadError(target_model, 400, exc.message, fix=exc.fix)
+            log.error("%s", error)
+            raise error from None
 
     def _register(self, model: LoadedModel, *, pin: bool = False) -> None:
         with self._state:
@@ -618,6 +639,7 @@ class ModelPlatform:
 
     # -- supervisor callbacks -------------------------------------------------
     def server_crashed(self) -> None:
+        self.bundles.clear()  # the server that held them is gone
         with self._state:
             self._pending_reload = list(self._loaded)
             self._loaded.clear()
@@ -652,6 +674,7 @@ class ModelPlatform:
             "unloading": unloading,
             "available": available,
             "evictions": self.evictions,
+            "bundled": self.bundles.held(),  # bundled BLS model -> the TargetModel that loaded it
             "loads_total": sum(self.loads.values()),
             "max_models": self.max_models,
             "max_bytes": self.max_bytes,

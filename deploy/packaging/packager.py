@@ -25,6 +25,7 @@ from deploy.client.manifest import MULTI_MODEL
 from deploy.errors import PackagingError
 from deploy.packaging.archive import write_archive
 from deploy.packaging.atomic import AtomicFile, remove_stale_partials
+from deploy.packaging.bundles import BUNDLES_KEY, archive_bundles, bundle_conflicts
 from deploy.packaging.digest import DigestCache, cached_contents, source_digest
 from deploy.packaging.environments import needs_environment, with_environments
 from deploy.packaging.layout import Entry, archive_entries
@@ -178,6 +179,7 @@ def _package_repository(
         except OSError as exc:
             raise _write_error(result.entry.name, out, exc) from exc
         cache.remember_archive(result.path, str(result.entry.sha256))
+    _check_bundles(packaged)
     manifest = Manifest(MULTI_MODEL, {p.entry.name: p.entry for p in packaged})
     manifest_path = write_manifest(out, manifest)
     removed = _remove_unreferenced(out, repository, manifest, previous)
@@ -269,6 +271,7 @@ def _package_model(
             str(old.sha256),
             int(old.bytes or 0),
             str(old.source_digest),
+            archive_bundles(cached_contents(entries, cache) or {}),
         )
         if on_bytes is not None:
             on_bytes(sum(e.size for e in entries if e.source is not None))
@@ -291,7 +294,10 @@ def _package_model(
     for entry in entries:
         if entry.source is not None:
             cache.remember_file(entry, contents[entry.arcname])
-    packaged = PackagedModel(_entry(model, contains, path.name, sha, size, digest), path, False)
+    bundles = archive_bundles(contents)
+    packaged = PackagedModel(
+        _entry(model, contains, path.name, sha, size, digest, bundles), path, False
+    )
     return packaged, commit
 
 
@@ -303,8 +309,25 @@ def _write_error(model: str, out: Path, exc: OSError) -> PackagingError:
     )
 
 
+def _check_bundles(packaged: list[PackagedModel]) -> None:
+    """No two archives bundle different models of one name (see `bundles`)."""
+    conflicts = bundle_conflicts(
+        {p.entry.target_model: p.entry.extra.get(BUNDLES_KEY, {}) for p in packaged}
+    )
+    if conflicts:
+        first = conflicts[0]
+        more = f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""
+        raise PackagingError(first.message + more, where=first.first, fix=first.fix)
+
+
 def _entry(
-    model: Model, contains: list[str], target: str, sha: str, size: int, digest: str
+    model: Model,
+    contains: list[str],
+    target: str,
+    sha: str,
+    size: int,
+    digest: str,
+    bundles: dict[str, str],
 ) -> ManifestEntry:
     return ManifestEntry(
         name=model.name,
@@ -326,6 +349,8 @@ def _entry(
             for t in model.outputs
         ),
         contains=tuple(contains),
+        # Models bundled for BLS, by content: see `deploy.packaging.bundles`.
+        extra={BUNDLES_KEY: bundles} if bundles else {},
     )
 
 

@@ -33,14 +33,19 @@ class _Session(AwsSession):
         return self._quotas
 
 
-def _stubbed(pages: list[list[tuple[str, str, float]]]) -> tuple[ServiceQuotas, Stubber]:
-    client = boto3.client(
+Page = list[tuple[str, str, float]]
+
+
+def _client() -> Any:
+    return boto3.client(
         "service-quotas",
         region_name="us-east-1",
         aws_access_key_id="testing",
         aws_secret_access_key="testing",
     )
-    stubber = Stubber(client)  # STUBBED: answers as the service model defines them
+
+
+def _add_pages(stubber: Stubber, method: str, pages: list[Page]) -> None:
     for index, quotas in enumerate(pages):
         response: dict[str, Any] = {
             "Quotas": [
@@ -53,7 +58,19 @@ def _stubbed(pages: list[list[tuple[str, str, float]]]) -> tuple[ServiceQuotas, 
             expected["NextToken"] = f"page{index}"
         if index + 1 < len(pages):
             response["NextToken"] = f"page{index + 1}"
-        stubber.add_response("list_service_quotas", response, expected)
+        stubber.add_response(method, response, expected)
+
+
+def _stubbed(
+    pages: list[Page], defaults: list[Page] | None = None
+) -> tuple[ServiceQuotas, Stubber]:
+    """STUBBED: `pages` answer ListServiceQuotas, `defaults` ListAWSDefaultServiceQuotas,
+    as botocore's service model defines the answers."""
+    client = _client()
+    stubber = Stubber(client)
+    _add_pages(stubber, "list_service_quotas", pages)
+    if defaults is not None:
+        _add_pages(stubber, "list_aws_default_service_quotas", defaults)
     stubber.activate()
     return ServiceQuotas(_Session(client)), stubber
 
@@ -110,3 +127,74 @@ def test_an_emulator_without_sagemaker_quotas_is_an_unknown_quota(
     assert answer.quota is None and answer.unknown_because
     (note,) = _provider(quotas)._check_quota(_spec(1, 2))
     assert "could not be read" in note
+
+
+def test_a_type_the_region_does_not_list_is_not_offered_there() -> None:
+    # The account has applied values for two types; the region's defaults list others,
+    # but no ml.g5.xlarge: SageMaker does not host it there (not a quota of 0).
+    quotas, stubber = _stubbed(
+        [[("ml.m5.xlarge for endpoint usage", "L-M5", 8)]],
+        defaults=[
+            [("ml.g4dn.xlarge for endpoint usage", "L-G4", 0)],
+            [("ml.g5.2xlarge for endpoint usage", "L-G52", 0), ("Number of endpoints", "L-E", 5)],
+        ],
+    )
+    answer = quotas.endpoint_instances("ml.g5.xlarge")
+    assert answer.not_offered and answer.quota is None and answer.unknown_because is None
+    assert answer.offered == ("ml.g4dn.xlarge", "ml.g5.2xlarge", "ml.m5.xlarge")
+    stubber.assert_no_pending_responses()
+    quotas, _ = _stubbed(
+        [[("ml.m5.xlarge for endpoint usage", "L-M5", 8)]],
+        defaults=[[("ml.g5.2xlarge for endpoint usage", "L-G52", 0)]],
+    )
+    with pytest.raises(ConfigError) as caught:
+        _provider(quotas)._check_quota(_spec(1, 2))
+    error = caught.value
+    assert "ml.g5.xlarge is not offered for SageMaker endpoints in us-east-1" in error.message
+    assert "Nothing was created" in error.message
+    assert error.where == "instance_type"
+    assert error.fix and "region" in error.fix and "ml.g5.2xlarge" in error.fix
+
+
+def test_a_type_with_only_a_default_value_has_that_quota() -> None:
+    # No applied value for the account: the region's default (0) is the quota.
+    name = endpoint_quota_name("ml.g5.xlarge")
+    quotas, stubber = _stubbed(
+        [[("ml.m5.xlarge for endpoint usage", "L-M5", 8)]], defaults=[[(name, "L-G5", 0)]]
+    )
+    answer = quotas.endpoint_instances("ml.g5.xlarge")
+    assert answer.quota is not None and answer.quota.default and answer.quota.value == 0
+    assert not answer.not_offered
+    stubber.assert_no_pending_responses()
+    quotas, _ = _stubbed([[]], defaults=[[(name, "L-G5", 0)]])
+    with pytest.raises(ConfigError) as caught:
+        _provider(quotas)._check_quota(_spec(1, 2))
+    assert "may run 0 ml.g5.xlarge" in caught.value.message
+
+
+def test_access_denied_is_an_unknown_quota_not_a_missing_type() -> None:
+    client = _client()
+    stubber = Stubber(client)  # STUBBED: the error as IAM answers a missing permission
+    for _ in range(2):  # two plans' worth
+        stubber.add_client_error(
+            "list_service_quotas",
+            service_error_code="AccessDeniedException",
+            service_message="User is not authorized to perform: servicequotas:ListServiceQuotas",
+            http_status_code=403,
+        )
+    stubber.activate()
+    quotas = ServiceQuotas(_Session(client))
+    answer = quotas.endpoint_instances("ml.g5.xlarge")
+    assert answer.quota is None and not answer.not_offered
+    assert answer.unknown_because and "access denied" in answer.unknown_because
+    (note,) = _provider(quotas)._check_quota(_spec(1, 2))
+    assert "could not be read (access denied to servicequotas:ListServiceQuotas" in note
+
+
+def test_lists_without_endpoint_quotas_say_nothing_about_the_type() -> None:
+    # Neither list names any endpoint quota (an emulator, a partition without them):
+    # that is no evidence that the type is missing.
+    quotas, _ = _stubbed([[]], defaults=[[("Number of endpoints", "L-E", 5)]])
+    answer = quotas.endpoint_instances("ml.g5.xlarge")
+    assert answer.quota is None and not answer.not_offered
+    assert answer.unknown_because and "lists no SageMaker endpoint quotas" in answer.unknown_because

@@ -11,6 +11,7 @@ but serves badly is a warning with a fix.
 from __future__ import annotations
 
 from . import (
+    bundles,
     config,
     ensemble,
     files,
@@ -23,6 +24,7 @@ from . import (
 )
 
 __all__ = [
+    "bundles",
     "config",
     "ensemble",
     "files",
