@@ -26,13 +26,12 @@ from constructs import Construct
 
 from deploy_infra.constructs.log_key import LogKey
 from deploy_infra.constructs.sagemaker_endpoint import endpoint_arn
-from deploy_infra.lambda_bundle import HANDLERS_DIR, front_door_asset
+from deploy_infra.lambda_bundle import HANDLERS_DIR, MEMORY_MB, front_door_asset
 from deploy_infra.nag import suppress
 
 __all__ = ["HANDLER", "HANDLERS_DIR", "MEMORY_MB", "FrontDoor"]
 
 HANDLER = "front_door.app.handler"
-MEMORY_MB = 1769  # one full vCPU (module docstring)
 ROUTES: tuple[tuple[str, apigwv2.HttpMethod], ...] = (
     ("/v2/models/{model}/infer", apigwv2.HttpMethod.POST),
     ("/v2/models/{model}", apigwv2.HttpMethod.GET),
