@@ -388,7 +388,8 @@ def cold_start(repeat: int, asset: Path | None, lambda_python: str | None) -> di
     }
     if asset is not None and lambda_python is not None:
         # The asset as Lambda lays it out (/var/task on sys.path), in the Lambda's CPython.
-        isolated = {**env, "PYTHONPATH": str(asset)}
+        # /var/task is read-only there: no bytecode cache, so none written here either.
+        isolated = {**env, "PYTHONPATH": str(asset), "PYTHONDONTWRITEBYTECODE": "1"}
         report["import_handler_module_from_asset_cpu_ms"] = _fresh(
             "import front_door.app", repeat, isolated, lambda_python
         )

@@ -123,7 +123,9 @@ class FrontDoor(Construct):
             runtime=lambda_.Runtime.PYTHON_3_12,
             architecture=lambda_.Architecture.X86_64,
             handler=HANDLER,
-            code=lambda_.Code.from_asset(str(front_door_asset())),
+            code=lambda_.Code.from_asset(
+                str(front_door_asset()), exclude=["**/__pycache__", "**/*.pyc"]
+            ),
             role=role,
             log_group=function_logs,
             memory_size=MEMORY_MB,
