@@ -22,9 +22,9 @@ Prints one JSON document. In this same run:
   The target holds when the worst round is within it.
 - `json_libraries`: the standard library, orjson and msgspec parsing the 5.3 MB
   request and writing the 5.1 MB answer (CPU ms, median), the measurement
-  behind the handler's choice of orjson.
+  behind the handler's choice (`fast_json.LIBRARY`).
 - `cold_start`: CPU ms of fresh interpreters importing `deploy_handlers.front_door.app`
-  (with this environment's orjson and pybase64), the same import from the
+  (with this environment's msgspec and pybase64), the same import from the
   synthesized Lambda asset in a CPython 3.12 if one is given or found
   (`--lambda-python`), and the first call's set-up (`import boto3` and its three
   clients, no network), against an empty interpreter start and `import boto3`
@@ -69,6 +69,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from deploy.client._codec import encode_input, encode_response  # noqa: E402
+from deploy_handlers.front_door import fast_json  # noqa: E402
 from deploy_handlers.front_door.app import FrontDoor  # noqa: E402
 from deploy_handlers.front_door.manifest import ManifestCache  # noqa: E402
 from deploy_infra.lambda_bundle import (  # noqa: E402
@@ -311,7 +312,7 @@ def json_libraries(count: int, repeat: int) -> dict[str, Any]:
         parse_ms = _median_cpu_ms(parse, repeat)
         write_ms = _median_cpu_ms(write, repeat)
         report[name] = {"parse_cpu_ms": parse_ms, "write_cpu_ms": write_ms}
-    report["handler_uses"] = f"orjson {orjson.__version__}"
+    report["handler_uses"] = fast_json.LIBRARY
     return report
 
 

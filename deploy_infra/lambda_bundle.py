@@ -1,6 +1,6 @@
 """The front door's Lambda asset: `deploy_handlers/` and the wheels it imports, built for Lambda.
 
-The handler imports orjson and pybase64 (`deploy_handlers/front_door/fast_json.py`,
+The handler imports msgspec and pybase64 (`deploy_handlers/front_door/fast_json.py`,
 `request.py`), compiled extensions: the asset must hold their builds for the
 function's runtime and architecture (CPython 3.12, x86_64 manylinux), whatever
 machine synthesizes. Each is pinned below to one wheel file (version and
@@ -63,10 +63,11 @@ class PinnedWheel:
 
 WHEELS = (
     PinnedWheel(
-        "orjson",
-        "3.13.0",
-        "orjson-3.13.0-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
-        "bceadfd314bd238f584fc229a4bbaf0e573597e7a026dec5429fbf29fd66c641",
+        "msgspec",
+        "0.22.0",
+        "msgspec-0.22.0-cp312-cp312-manylinux2014_x86_64.manylinux_2_17_x86_64"
+        ".manylinux_2_28_x86_64.whl",
+        "99c401861c5bb3a57f7d6423ea7ed4352cd57aa3f04f4fbe9f3e3e4564a10f08",
     ),
     PinnedWheel(
         "pybase64",

@@ -147,40 +147,41 @@ def test_infer_event_round_trips_through_the_binary_protocol(fixture: str) -> No
     assert call["ContentType"].startswith(BINARY_CONTENT_TYPE + ";json-header-size=")
 
 
-class CountingOrjson:
-    """orjson, counting the calls and the bytes that go through it."""
+class Counting:
+    """A msgspec decoder or encoder, counting the bytes that go through it."""
 
-    def __init__(self) -> None:
-        import orjson
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.sizes: list[int] = []
 
-        self.real = orjson
-        self.JSONDecodeError = orjson.JSONDecodeError
-        self.loaded: list[int] = []
-        self.dumped: list[int] = []
+    def decode(self, data: Any) -> Any:
+        self.sizes.append(len(data))
+        return self.real.decode(data)
 
-    def loads(self, data: Any) -> Any:
-        self.loaded.append(len(data))
-        return self.real.loads(data)
-
-    def dumps(self, document: Any) -> bytes:
-        written: bytes = self.real.dumps(document)
-        self.dumped.append(len(written))
+    def encode(self, document: Any) -> bytes:
+        written: bytes = self.real.encode(document)
+        self.sizes.append(len(written))
         return written
 
 
-def test_the_json_path_parses_and_writes_with_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_json_path_parses_and_writes_with_msgspec(monkeypatch: pytest.MonkeyPatch) -> None:
+    import msgspec
+
     from deploy_handlers.front_door import fast_json
 
-    counting = CountingOrjson()
-    monkeypatch.setattr(fast_json, "orjson", counting)
+    assert isinstance(fast_json.DECODER, msgspec.json.Decoder)
+    assert isinstance(fast_json.ENCODER, msgspec.json.Encoder)
+    loaded, dumped = Counting(fast_json.DECODER), Counting(fast_json.ENCODER)
+    monkeypatch.setattr(fast_json, "DECODER", loaded)
+    monkeypatch.setattr(fast_json, "ENCODER", dumped)
     request = event("infer.json")
 
     response = make(runtime=AddSubRuntimeStandIn()).handle(request)
 
     assert response["statusCode"] == 200, response["body"]
     # The request body, the endpoint's answer header; the binary header, the answer.
-    assert len(request["body"]) in counting.loaded and len(counting.loaded) == 2
-    assert len(counting.dumped) == 2 and counting.dumped[-1] == len(response["body"])
+    assert len(request["body"]) in loaded.sizes and len(loaded.sizes) == 2
+    assert len(dumped.sizes) == 2 and dumped.sizes[-1] == len(response["body"])
 
 
 class EchoBinaryRuntimeStandIn:
@@ -215,8 +216,8 @@ class EchoBinaryRuntimeStandIn:
 def test_binary_tensors_pass_through_unparsed_both_ways(monkeypatch: pytest.MonkeyPatch) -> None:
     from deploy_handlers.front_door import fast_json
 
-    counting = CountingOrjson()
-    monkeypatch.setattr(fast_json, "orjson", counting)
+    loaded = Counting(fast_json.DECODER)
+    monkeypatch.setattr(fast_json, "DECODER", loaded)
     tensor = np.random.default_rng(7).integers(0, 256, 1 << 20, dtype=np.uint8).tobytes()
     header = json.dumps(
         {
@@ -247,7 +248,7 @@ def test_binary_tensors_pass_through_unparsed_both_ways(monkeypatch: pytest.Monk
     assert answer[size:] == tensor
     assert json.loads(answer[:size])["model_name"] == "addsub"
     # Only the two JSON headers were parsed, never the megabyte after them.
-    assert len(counting.loaded) == 2 and max(counting.loaded) < 1000
+    assert len(loaded.sizes) == 2 and max(loaded.sizes) < 1000
 
 
 def test_metadata_event_describes_the_model_from_the_manifest() -> None:
