@@ -9,9 +9,9 @@ Prints one JSON document. In this same run:
   (it returns the same response, built beforehand). The endpoint is a stand-in
   that answers at once with 1 MB of FP32 output in Triton's binary protocol;
   the manifest is parsed by the handler's own `ManifestCache`, as in Lambda.
-  - `binary`: a request in Triton's binary protocol (built with tritonclient's
-    `generate_request_body`: a JSON header and 1 MB of FP32), base64 in the
-    event as API Gateway sends a binary body; the answer goes back the same way.
+  - `binary`: a request in Triton's binary protocol (a JSON header and 1 MB of
+    FP32, as the SDK and tritonclient build it), base64 in the event as API
+    Gateway sends a binary body; the answer goes back the same way.
   - `json`: the same tensor as KServe v2 JSON (262,144 values, 5.3 MB of text),
     answered as v2 JSON.
   Each round runs both handlers `--calls` times, interleaved, and keeps the
@@ -63,11 +63,11 @@ import msgspec
 import numpy as np
 import orjson
 import pybase64
-import tritonclient.http as triton_http
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from deploy.client import decode, encode  # noqa: E402
 from deploy.client._codec import encode_input, encode_response  # noqa: E402
 from deploy_handlers.front_door import fast_json  # noqa: E402
 from deploy_handlers.front_door.app import FrontDoor  # noqa: E402
@@ -168,15 +168,10 @@ def cases(count: int) -> list[Case]:
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return door.handle(event)
 
-    # Triton's binary protocol, as tritonclient builds it.
-    tensor = triton_http.InferInput("INPUT0", [1, count], "FP32")
-    tensor.set_data_from_numpy(values, binary_data=True)
-    wanted = [triton_http.InferRequestedOutput("OUTPUT0", binary_data=True)]
-    raw, header_size = triton_http.InferenceServerClient.generate_request_body(
-        [tensor], outputs=wanted
-    )
-    binary_type = f"application/vnd.sagemaker-triton.binary+json;json-header-size={header_size}"
-    binary_payload = _event(pybase64.b64encode_as_string(raw), binary_type, base64=True)
+    # Triton's binary protocol: a JSON header, then the raw tensor.
+    request = encode({"INPUT0": values}, ["OUTPUT0"])
+    raw = request.body
+    binary_payload = _event(pybase64.b64encode_as_string(raw), request.content_type, base64=True)
     binary_response = _checked_binary(invoke(handler, binary_payload), values)
 
     text = json.dumps(
@@ -217,12 +212,10 @@ def _checked_binary(written: bytes, values: np.ndarray) -> dict[str, Any]:
     response: dict[str, Any] = json.loads(written)
     if response["statusCode"] != 200 or not response["isBase64Encoded"]:
         sys.exit(f"the front door answered {response['statusCode']}: {response['body'][:300]}")
-    size = int(response["headers"]["content-type"].rsplit("=", 1)[1])
-    body = pybase64.b64decode(response["body"])
-    result = triton_http.InferResult.from_response_body(body, header_length=size)
-    if not np.array_equal(result.as_numpy("OUTPUT0"), values):
+    result = decode(pybase64.b64decode(response["body"]), response["headers"]["content-type"])
+    if not np.array_equal(result.outputs["OUTPUT0"], values):
         sys.exit("the front door's binary answer does not hold the endpoint's output")
-    if result.get_response()["model_name"] != "m":
+    if result.model_name != "m":
         sys.exit("the front door's binary answer does not name the model it was asked for")
     return response
 
@@ -372,7 +365,7 @@ def _lambda_python(given: str | None) -> str | None:
 def cold_start(repeat: int, asset: Path | None, lambda_python: str | None) -> dict[str, Any]:
     env = {
         **os.environ,
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
         "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_ACCESS_KEY_ID": "bench",
         "AWS_SECRET_ACCESS_KEY": "bench",
@@ -438,7 +431,10 @@ def machine() -> dict[str, Any]:
     }
 
 
-def commit() -> dict[str, Any]:
+def commit(given: str | None) -> dict[str, Any]:
+    if given:  # a copy of the tree without .git (another machine)
+        return {"sha": given, "dirty": None}
+
     def git(*args: str) -> str:
         done = subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT, check=False)
         return done.stdout.strip()
@@ -452,6 +448,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--calls", type=int, default=9, help="invocations per round and handler")
     parser.add_argument("--lambda-python", help=f"a CPython {PYTHON} to import the asset with")
+    parser.add_argument("--commit", help="the commit measured, where the tree has no .git")
     args = parser.parse_args()
     count, rounds, calls = (QUICK_VALUES, 2, 2) if args.quick else (VALUES, args.rounds, args.calls)
     logging.getLogger("front_door").setLevel(logging.INFO)  # one line per request, as in Lambda
@@ -462,7 +459,7 @@ def main() -> None:
         "benchmark": "front_door",
         "quick": args.quick,
         "machine": machine(),
-        "commit": commit(),
+        "commit": commit(args.commit),
         "lambda": {
             "memory_mb": MEMORY_MB,
             "vcpu": round(min(1.0, MEMORY_MB / VCPU_MB), 3),
