@@ -15,27 +15,36 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import pybase64
+
+from . import fast_json, passthrough
 from .binary import decode_response, encode_request
 from .logs import get_logger
 from .manifest import ManifestCache, ManifestError
 from .manifest_format import TensorSpec
-from .request import RequestError, body_text, parse_body
+from .request import Body, RequestError, parse_body, read_body
 
 log = get_logger()
-JSON_HEADERS = {"content-type": "application/json"}
+JSON_CONTENT_TYPE = "application/json"
 
 
 @dataclass
 class Response:
+    """An answer: a JSON document, or bytes of `content_type` (base64 for API Gateway)."""
+
     status: int
-    body: dict[str, Any]
+    body: dict[str, Any] | None = None
+    raw: bytes | None = None
+    content_type: str = JSON_CONTENT_TYPE
 
     def to_api_gateway(self) -> dict[str, Any]:
+        binary = self.raw is not None and self.content_type != JSON_CONTENT_TYPE
+        payload = self.raw if self.raw is not None else fast_json.dumps(self.body)
         return {
             "statusCode": self.status,
-            "headers": dict(JSON_HEADERS),
-            "body": json.dumps(self.body, separators=(",", ":")),
-            "isBase64Encoded": False,
+            "headers": {"content-type": self.content_type},
+            "body": pybase64.b64encode_as_string(payload) if binary else payload.decode("utf-8"),
+            "isBase64Encoded": binary,
         }
 
 
@@ -87,7 +96,7 @@ class FrontDoor:
         if route == "GET /v2/models/{model}":
             return self.metadata(model)
         if route == "POST /v2/models/{model}/infer":
-            return self.infer(model, body_text(event))
+            return self.infer(model, read_body(event))
         return _error(404, f"no route {route!r}")
 
     def ready(self) -> Response:
@@ -124,12 +133,19 @@ class FrontDoor:
             },
         )
 
-    def infer(self, model: str, body: str | bytes) -> Response:
+    def infer(self, model: str, body: Body | str | bytes) -> Response:
+        """Answer one request: v2 JSON (`str`/`bytes` or a JSON `Body`) or the binary protocol."""
+        if not isinstance(body, Body):
+            body = Body(body)
         entry = self._manifest.model(model)
         if entry is None:
             return _error(404, f"unknown model {model!r}")
         # Every RequestError (400/415) is raised here, before the endpoint is called.
-        payload, content_type = encode_request(parse_body(body))
+        binary = body.header_size is not None
+        if binary:
+            payload, content_type = passthrough.forward_request(body)
+        else:
+            payload, content_type = encode_request(parse_body(body.data))
         try:
             result = self._runtime.invoke_endpoint(
                 EndpointName=self._endpoint_name,
@@ -140,7 +156,11 @@ class FrontDoor:
         except Exception as exc:  # botocore ClientError and transport errors
             return _invoke_error(exc)
         try:
-            response = decode_response(result["Body"].read(), result.get("ContentType", ""))
+            answer, answer_type = result["Body"].read(), result.get("ContentType", "")
+            if binary:
+                raw, raw_type = passthrough.answer(answer, answer_type, model)
+                return Response(200, raw=raw, content_type=raw_type)
+            response = decode_response(answer, answer_type)
             response["model_name"] = model
         except Exception as exc:  # whatever the endpoint sent, it is not a v2 response
             log.error("unreadable endpoint response", extra={"model": model, "error": str(exc)})

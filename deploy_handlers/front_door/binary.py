@@ -1,6 +1,7 @@
-"""KServe v2 JSON tensors ⇄ Triton's binary tensor protocol, with the standard library only.
+"""KServe v2 JSON tensors ⇄ Triton's binary tensor protocol, without numpy.
 
-The Lambda runtime has boto3 but not numpy. Tensors are little-endian,
+The Lambda runtime has boto3 but not numpy; JSON headers go through
+`fast_json`. Tensors are little-endian,
 row-major; BYTES elements are a 4-byte little-endian length then the bytes.
 Triton's SageMaker frontend answered JSON-only requests to python models with
 "output tensor shape does not match size of output", so requests always go
@@ -11,16 +12,21 @@ from __future__ import annotations
 
 import array
 import base64
-import json
 import math
 import struct
 import sys
 from typing import Any
 
-from .request import RequestError, check_request
+from . import fast_json
+from .request import (
+    BINARY_CONTENT_TYPE,
+    HEADER_SIZE_PARAM,
+    RequestError,
+    check_request,
+    json_header_size,
+)
 
-BINARY_CONTENT_TYPE = "application/vnd.sagemaker-triton.binary+json"
-HEADER_SIZE_PARAM = "json-header-size"
+__all__ = ["BINARY_CONTENT_TYPE", "HEADER_SIZE_PARAM", "decode_response", "encode_request"]
 
 # v2 datatype → struct format character (BF16 and BYTES are handled apart).
 _FORMATS = {
@@ -221,16 +227,16 @@ def encode_request(request: Any) -> tuple[bytes, str]:
     else:
         parameters["binary_data_output"] = True
     header["parameters"] = parameters
-    header_bytes = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    header_bytes = fast_json.dumps(header)
     content_type = f"{BINARY_CONTENT_TYPE};{HEADER_SIZE_PARAM}={len(header_bytes)}"
     return header_bytes + b"".join(chunks), content_type
 
 
 def decode_response(body: bytes, content_type: str) -> dict[str, Any]:
     """The endpoint's response (binary or JSON) → a v2 JSON response."""
-    header_size = _header_size(content_type)
+    header_size = json_header_size(content_type)
     header_bytes = body if header_size is None else body[:header_size]
-    response: dict[str, Any] = json.loads(header_bytes)
+    response: dict[str, Any] = fast_json.loads(header_bytes)
     offset = len(header_bytes)
     for output in response.get("outputs", []):
         parameters = output.get("parameters") or {}
@@ -249,11 +255,3 @@ def decode_response(body: bytes, content_type: str) -> dict[str, Any]:
         else:
             output.pop("parameters", None)
     return response
-
-
-def _header_size(content_type: str) -> int | None:
-    for part in content_type.split(";")[1:]:
-        key, _, value = part.strip().partition("=")
-        if key == HEADER_SIZE_PARAM and value.isdigit():
-            return int(value)
-    return None

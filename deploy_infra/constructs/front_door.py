@@ -1,8 +1,15 @@
-"""The HTTP API front door: API Gateway v2 (IAM auth) → Lambda speaking KServe v2 JSON."""
+"""The HTTP API front door: API Gateway v2 (IAM auth) → Lambda speaking KServe v2 JSON.
+
+The function gets 1,769 MB, the size at which Lambda gives one full vCPU
+(512 MB gets about 0.29). Its work is CPU-bound: a 1 MB tensor in v2 JSON is
+5.3 MB of text to parse and about as much to write back. A CPU-bound request
+costs the same GB-seconds at either size and answers about 3.5 times sooner
+at this one; the time the function waits on the endpoint costs 3.5 times as
+much per millisecond. `bench/front_door.py` states what a request adds at
+this size (docs/measurements/front_door.json).
+"""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import jsii
 from aws_cdk import Duration
@@ -19,9 +26,11 @@ from constructs import Construct
 
 from deploy_infra.constructs.log_key import LogKey
 from deploy_infra.constructs.sagemaker_endpoint import endpoint_arn
+from deploy_infra.lambda_bundle import HANDLERS_DIR, MEMORY_MB, front_door_asset
 from deploy_infra.nag import suppress
 
-HANDLERS_DIR = Path(__file__).resolve().parents[2] / "deploy_handlers"
+__all__ = ["HANDLER", "HANDLERS_DIR", "MEMORY_MB", "FrontDoor"]
+
 HANDLER = "front_door.app.handler"
 ROUTES: tuple[tuple[str, apigwv2.HttpMethod], ...] = (
     ("/v2/models/{model}/infer", apigwv2.HttpMethod.POST),
@@ -110,12 +119,16 @@ class FrontDoor(Construct):
         self.function = lambda_.Function(
             self,
             "Function",
+            # Both as the wheels in the asset are built (deploy_infra/lambda_bundle.py).
             runtime=lambda_.Runtime.PYTHON_3_12,
+            architecture=lambda_.Architecture.X86_64,
             handler=HANDLER,
-            code=lambda_.Code.from_asset(str(HANDLERS_DIR), exclude=["**/__pycache__", "**/*.pyc"]),
+            code=lambda_.Code.from_asset(
+                str(front_door_asset()), exclude=["**/__pycache__", "**/*.pyc"]
+            ),
             role=role,
             log_group=function_logs,
-            memory_size=512,
+            memory_size=MEMORY_MB,
             # HTTP API integrations time out after 30 s; the function should not outlive them.
             timeout=Duration.seconds(29),
             environment={

@@ -40,29 +40,41 @@ def positive(section: dict[str, Any], *keys: str) -> None:
         assert isinstance(value, int | float) and value > 0, (key, section)
 
 
-def test_front_door_bench_quick_reports_the_handler_against_its_baselines() -> None:
+def test_front_door_bench_quick_reports_each_invocation_against_a_no_op_handler() -> None:
     report = run_quick("front_door.py")
 
     assert report["benchmark"] == "front_door" and report["quick"] is True
-    request = report["request"]
-    assert request["fp32_values"] > 0
-    positive(
-        request,
-        "request_json_bytes",
-        "answer_json_bytes",
-        "front_door_handle_ms",
-        "baseline_json_parse_and_dump_ms",
-        "baseline_sdk_binary_encode_decode_ms",
-    )
-    ratio = request["front_door_handle_ms"] / request["baseline_json_parse_and_dump_ms"]
-    assert request["front_door_vs_json_floor"] == pytest.approx(ratio, abs=0.01)
+    assert report["machine"]["cores"] > 0 and report["machine"]["cpu_model"]
+    assert len(report["commit"]["sha"]) == 40
+    assert report["lambda"]["memory_mb"] > 0 and report["lambda"]["cpu_ms_scale"] >= 1
+    assert set(report["cases"]) == {"binary", "json"}
+    for name, case in report["cases"].items():
+        assert len(case["rounds"]) == report["rounds"] == 2, name
+        for one in case["rounds"]:
+            positive(one, "handler_cpu_ms", "noop_handler_cpu_ms", "handler_wall_ms")
+            added = one["handler_cpu_ms"] - one["noop_handler_cpu_ms"]
+            assert one["added_cpu_ms"] == pytest.approx(added, abs=0.002)
+        worst = max(one["added_ms_at_memory"] for one in case["rounds"])
+        assert case["worst_added_ms_at_memory"] == worst
+        assert case["met"] is (worst <= case["target_added_ms"])
+        positive(case, "request_body_bytes", "answer_body_bytes", "event_bytes")
+    assert report["targets"] == {
+        "binary_1mb_added_ms_le_5": report["cases"]["binary"]["met"],
+        "json_1mb_added_ms_le_40": report["cases"]["json"]["met"],
+    }
+    libraries = report["json_libraries"]
+    assert libraries["handler_uses"] in libraries
+    for name in ("stdlib json", libraries["handler_uses"]):
+        positive(libraries[name], "parse_cpu_ms", "write_cpu_ms")
     positive(
         report["cold_start"],
-        "interpreter_start_ms",
-        "import_handler_module_ms",
-        "first_call_setup_ms",
-        "baseline_import_boto3_ms",
+        "interpreter_start_cpu_ms",
+        "import_handler_module_cpu_ms",
+        "first_call_setup_cpu_ms",
+        "baseline_import_boto3_cpu_ms",
     )
+    assert report["asset"]["measured"] is True, report["asset"]
+    positive(report["asset"], "unzipped_bytes", "zipped_bytes")
 
 
 def test_package_bench_quick_reports_deploy_package_against_tar_and_copy() -> None:

@@ -8,6 +8,7 @@ package` output would be uploaded.
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import boto3
 import numpy as np
 import pytest
+import tritonclient.http as triton_http
 
 from deploy_handlers.front_door.app import FrontDoor
 from deploy_handlers.front_door.manifest import ManifestCache
@@ -153,3 +155,153 @@ def test_readiness_is_503_where_no_sagemaker_endpoint_exists(front_door: FrontDo
     status, body = _call(front_door, _event("ready.json", "addsub"))
     assert status == 503
     assert "cannot be described" in body["error"]
+
+
+# -- Triton's binary protocol, passed through ------------------------------------------
+
+BINARY = "application/vnd.sagemaker-triton.binary+json"
+
+
+def _binary_event(model: str, body: bytes, content_type: str) -> dict[str, Any]:
+    """An HTTP API event for a binary body: API Gateway hands it over base64."""
+    event = _event("infer.json", model)
+    event["headers"] = {**event["headers"], "content-type": content_type}
+    event["body"] = base64.b64encode(body).decode("ascii")
+    event["isBase64Encoded"] = True
+    return event
+
+
+def _addsub_request(*, binary_outputs: bool = True) -> tuple[bytes, int, np.ndarray, np.ndarray]:
+    """An addsub request as tritonclient builds it (what SageMaker's Triton clients send)."""
+    a = np.array([[1.0, 2.0, 3.0, 4.0]], dtype=np.float32)
+    b = np.full((1, 4), 0.25, dtype=np.float32)
+    inputs = []
+    for name, value in (("INPUT0", a), ("INPUT1", b)):
+        tensor = triton_http.InferInput(name, list(value.shape), "FP32")
+        tensor.set_data_from_numpy(value, binary_data=True)
+        inputs.append(tensor)
+    outputs = [
+        triton_http.InferRequestedOutput(name, binary_data=binary_outputs)
+        for name in ("OUTPUT0", "OUTPUT1")
+    ]
+    body, header_size = triton_http.InferenceServerClient.generate_request_body(
+        inputs, outputs=outputs, request_id="binary-1"
+    )
+    return body, header_size, a, b
+
+
+def _binary_answer(response: dict[str, Any]) -> tuple[int, Any]:
+    """(json-header-size, tritonclient's InferResult) of a binary answer, its headers checked."""
+    assert response["statusCode"] == 200, response["body"][:500]
+    assert response["isBase64Encoded"] is True
+    media_type, _, parameter = response["headers"]["content-type"].partition(";")
+    assert media_type == BINARY and parameter.startswith("json-header-size=")
+    size = int(parameter.removeprefix("json-header-size="))
+    body = base64.b64decode(response["body"], validate=True)
+    assert 0 < size <= len(body)
+    return size, triton_http.InferResult.from_response_body(body, header_length=size)
+
+
+def test_binary_request_from_tritonclient_passes_through_real_triton(
+    front_door: FrontDoor,
+) -> None:
+    body, header_size, a, b = _addsub_request()
+
+    size, result = _binary_answer(
+        front_door.handle(_binary_event("addsub", body, f"{BINARY};json-header-size={header_size}"))
+    )
+
+    np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), a + b)
+    np.testing.assert_array_equal(result.as_numpy("OUTPUT1"), a - b)
+    header = result.get_response()
+    assert header["model_name"] == "addsub" and header["id"] == "binary-1"
+    # The tensors came back as raw bytes after the header, not as JSON data.
+    assert all("data" not in output for output in header["outputs"])
+    assert size == len(json.dumps(header, separators=(",", ":")).encode())
+
+
+def test_binary_bytes_tensors_pass_through_real_triton(front_door: FrontDoor) -> None:
+    words = np.array(["triton", "sagemaker", "héllo", ""], dtype=np.object_)
+    tensor = triton_http.InferInput("TEXT", [4], "BYTES")
+    tensor.set_data_from_numpy(words, binary_data=True)
+    body, header_size = triton_http.InferenceServerClient.generate_request_body(
+        [tensor], outputs=[triton_http.InferRequestedOutput("UPPER", binary_data=True)]
+    )
+
+    _, result = _binary_answer(
+        front_door.handle(
+            _binary_event("strings", body, f"{BINARY}; json-header-size={header_size}")
+        )
+    )
+
+    upper = [w.decode("utf-8") for w in result.as_numpy("UPPER").ravel()]
+    assert upper == [w.upper() for w in words]
+
+
+def test_binary_request_asking_json_outputs_gets_a_json_answer(front_door: FrontDoor) -> None:
+    body, header_size, a, b = _addsub_request(binary_outputs=False)
+
+    response = front_door.handle(
+        _binary_event("addsub", body, f"{BINARY};json-header-size={header_size}")
+    )
+
+    assert response["statusCode"] == 200, response["body"][:500]
+    assert response["headers"]["content-type"] == "application/json"
+    assert response["isBase64Encoded"] is False
+    answer = json.loads(response["body"])
+    assert answer["model_name"] == "addsub"
+    outputs = {o["name"]: o["data"] for o in answer["outputs"]}
+    assert outputs["OUTPUT0"] == (a + b).ravel().tolist()
+
+
+def test_triton_refusing_a_binary_request_answers_its_400(front_door: FrontDoor) -> None:
+    # Sizes that add up, but a shape the model does not take: Triton itself says no.
+    three = np.array([[1.0, 2.0, 3.0]], dtype=np.float32)
+    inputs = []
+    for name in ("INPUT0", "INPUT1"):
+        tensor = triton_http.InferInput(name, [1, 3], "FP32")
+        tensor.set_data_from_numpy(three, binary_data=True)
+        inputs.append(tensor)
+    body, header_size = triton_http.InferenceServerClient.generate_request_body(inputs)
+
+    status, answer = _call(
+        front_door, _binary_event("addsub", body, f"{BINARY};json-header-size={header_size}")
+    )
+
+    assert status == 400, answer
+    assert "unexpected shape for input" in answer["error"]
+
+
+def _hostile(body: bytes, header_size: int) -> list[Any]:
+    header = json.loads(body[:header_size])
+    header["inputs"][0]["parameters"]["binary_data_size"] += 4
+    grown = json.dumps(header).encode()
+    return [
+        pytest.param("0", body, "json-header-size=0", id="zero"),
+        pytest.param("-16", body, "is not a byte count", id="negative"),
+        pytest.param("0x40", body, "is not a byte count", id="hex"),
+        pytest.param("1e2", body, "is not a byte count", id="exponent"),
+        pytest.param("9" * 4400, body, "is not a byte count", id="4400-digits"),
+        pytest.param("", body, "is not a byte count", id="empty"),
+        pytest.param(None, body, "needs ;json-header-size=N", id="absent"),
+        pytest.param(str(len(body) + 1), body, "longer than the request body", id="past-end"),
+        pytest.param(str(2**33), body, "longer than the request body", id="8-gigabytes"),
+        pytest.param(str(header_size - 1), body, "JSON header is not valid JSON", id="cut"),
+        pytest.param(str(len(grown)), grown + body[header_size:], "add up to", id="sizes-past-end"),
+    ]
+
+
+_BODY, _HEADER_SIZE, _, _ = _addsub_request()
+
+
+@pytest.mark.parametrize(("header_size", "body", "message"), _hostile(_BODY, _HEADER_SIZE))
+def test_hostile_binary_header_sizes_are_refused_with_400(
+    front_door: FrontDoor, header_size: str | None, body: bytes, message: str
+) -> None:
+    content_type = BINARY if header_size is None else f"{BINARY};json-header-size={header_size}"
+
+    status, answer = _call(front_door, _binary_event("addsub", body, content_type))
+
+    assert status == 400, answer
+    assert message in answer["error"], answer
+    assert len(answer["error"]) < 400  # a 4,400-digit size is not echoed back whole

@@ -553,16 +553,36 @@ def test_front_door_is_iam_authorised_and_scoped_to_the_endpoint(gpu_stage: Stag
     )
 
 
-def test_front_door_asset_holds_only_the_handler_code(gpu_stage: Stage) -> None:
+def test_front_door_asset_holds_the_handler_and_its_wheels_built_for_the_lambda(
+    gpu_stage: Stage,
+) -> None:
+    from deploy_infra.constructs.front_door import MEMORY_MB
+    from deploy_infra.lambda_bundle import WHEELS
+
+    gpu_stage.template("api").has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Handler": "front_door.app.handler",
+            "Runtime": "python3.12",
+            "Architectures": ["x86_64"],
+            "MemorySize": MEMORY_MB,
+        },
+    )
     assets = json.loads(next(gpu_stage.outdir.glob("*-api.assets.json")).read_text())
     (code,) = [a for a in assets["files"].values() if a["source"]["packaging"] == "zip"]
-    files = {
-        p.relative_to(gpu_stage.outdir / code["source"]["path"]).as_posix()
-        for p in (gpu_stage.outdir / code["source"]["path"]).rglob("*.py")
-    }
-    assert "front_door/app.py" in files
-    assert "front_door/binary.py" in files
-    assert not any("__pycache__" in f for f in files)
+    root = gpu_stage.outdir / code["source"]["path"]
+    files = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+    for module in ("app", "binary", "passthrough", "fast_json", "request"):
+        assert f"front_door/{module}.py" in files
+    assert not any("__pycache__" in f or f.endswith(".pyc") for f in files)
+    # The compiled wheels the handler imports, built for CPython 3.12 on x86_64 Linux.
+    for wheel in WHEELS:
+        assert f"{wheel.project}/__init__.py" in files, sorted(files)
+        extension = [f for f in files if f.startswith(f"{wheel.project}/") and f.endswith(".so")]
+        assert extension and all("cpython-312-x86_64-linux-gnu" in f for f in extension)
+        tags = (root / f"{wheel.project}-{wheel.version}.dist-info" / "WHEEL").read_text()
+        assert "Tag: cp312-cp312-manylinux" in tags and "x86_64" in tags
+    assert not any(f.startswith("bin/") for f in files)
 
 
 # --- existing VPC, key and topic ----------------------------------------------------------

@@ -8,6 +8,7 @@ botocore client against a local HTTP server answering like SageMaker.
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import threading
@@ -144,6 +145,110 @@ def test_infer_event_round_trips_through_the_binary_protocol(fixture: str) -> No
     assert call["EndpointName"] == "deploy-triton"
     assert call["TargetModel"] == TARGET
     assert call["ContentType"].startswith(BINARY_CONTENT_TYPE + ";json-header-size=")
+
+
+class Counting:
+    """A msgspec decoder or encoder, counting the bytes that go through it."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.sizes: list[int] = []
+
+    def decode(self, data: Any) -> Any:
+        self.sizes.append(len(data))
+        return self.real.decode(data)
+
+    def encode(self, document: Any) -> bytes:
+        written: bytes = self.real.encode(document)
+        self.sizes.append(len(written))
+        return written
+
+
+def test_the_json_path_parses_and_writes_with_msgspec(monkeypatch: pytest.MonkeyPatch) -> None:
+    import msgspec
+
+    from deploy_handlers.front_door import fast_json
+
+    assert isinstance(fast_json.DECODER, msgspec.json.Decoder)
+    assert isinstance(fast_json.ENCODER, msgspec.json.Encoder)
+    loaded, dumped = Counting(fast_json.DECODER), Counting(fast_json.ENCODER)
+    monkeypatch.setattr(fast_json, "DECODER", loaded)
+    monkeypatch.setattr(fast_json, "ENCODER", dumped)
+    request = event("infer.json")
+
+    response = make(runtime=AddSubRuntimeStandIn()).handle(request)
+
+    assert response["statusCode"] == 200, response["body"]
+    # The request body, the endpoint's answer header; the binary header, the answer.
+    assert len(request["body"]) in loaded.sizes and len(loaded.sizes) == 2
+    assert len(dumped.sizes) == 2 and dumped.sizes[-1] == len(response["body"])
+
+
+class EchoBinaryRuntimeStandIn:
+    """Answers a binary request with its own tensor bytes as OUTPUT0, in the binary protocol."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def invoke_endpoint(self, **kwargs: Any) -> dict[str, Any]:
+        self.calls.append(kwargs)
+        size = int(kwargs["ContentType"].rsplit("=", 1)[1])
+        tensor = kwargs["Body"][size:]
+        header = json.dumps(
+            {
+                "model_name": TARGET,
+                "outputs": [
+                    {
+                        "name": "OUTPUT0",
+                        "datatype": "UINT8",
+                        "shape": [len(tensor)],
+                        "parameters": {"binary_data_size": len(tensor)},
+                    }
+                ],
+            }
+        ).encode()
+        return {
+            "Body": io.BytesIO(header + tensor),
+            "ContentType": f"{BINARY_CONTENT_TYPE};json-header-size={len(header)}",
+        }
+
+
+def test_binary_tensors_pass_through_unparsed_both_ways(monkeypatch: pytest.MonkeyPatch) -> None:
+    from deploy_handlers.front_door import fast_json
+
+    loaded = Counting(fast_json.DECODER)
+    monkeypatch.setattr(fast_json, "DECODER", loaded)
+    tensor = np.random.default_rng(7).integers(0, 256, 1 << 20, dtype=np.uint8).tobytes()
+    header = json.dumps(
+        {
+            "inputs": [
+                {
+                    "name": "INPUT0",
+                    "datatype": "UINT8",
+                    "shape": [len(tensor)],
+                    "parameters": {"binary_data_size": len(tensor)},
+                }
+            ],
+            "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": True}}],
+        }
+    ).encode()
+    request = event("infer_base64.json")
+    request["headers"]["content-type"] = f"{BINARY_CONTENT_TYPE};json-header-size={len(header)}"
+    request["body"] = base64.b64encode(header + tensor).decode("ascii")
+    runtime = EchoBinaryRuntimeStandIn()
+
+    response = make(runtime=runtime).handle(request)
+
+    assert response["statusCode"] == 200, response["body"][:300]
+    (call,) = runtime.calls
+    assert call["Body"] == header + tensor and call["TargetModel"] == TARGET
+    assert call["ContentType"] == f"{BINARY_CONTENT_TYPE};json-header-size={len(header)}"
+    answer = base64.b64decode(response["body"])
+    size = int(response["headers"]["content-type"].rsplit("=", 1)[1])
+    assert answer[size:] == tensor
+    assert json.loads(answer[:size])["model_name"] == "addsub"
+    # Only the two JSON headers were parsed, never the megabyte after them.
+    assert len(loaded.sizes) == 2 and max(loaded.sizes) < 1000
 
 
 def test_metadata_event_describes_the_model_from_the_manifest() -> None:

@@ -501,18 +501,38 @@ def broken_events(draw: st.DrawFn, kind: str) -> Broken:
         raw = draw(st.binary(min_size=1)).replace(b"\x00", b"\xff") + b"\xff"
         event = infer_event(base64.b64encode(raw).decode("ascii"), isBase64Encoded=True)
         return event, 400, "not valid JSON"
-    # A body in Triton's binary protocol, or another content type altogether.
     payload, content_type = encode_request(request)
     size = int(content_type.rsplit("=", 1)[1])
-    header_size = draw(
-        st.sampled_from([str(size), str(size + 1), str(len(payload) + 10), "-1", "0", "x", ""])
-    )
-    binary = f"{BINARY_CONTENT_TYPE};json-header-size={header_size}"
+    if kind == "binary header size":
+        # Triton's binary protocol whose header size does not fit its body: a 400.
+        header_size, fragment = draw(
+            st.sampled_from(
+                [
+                    ("-1", "json-header-size"),
+                    ("x", "json-header-size"),
+                    ("", "json-header-size"),
+                    ("1e3", "json-header-size"),
+                    ("²", "json-header-size"),  # a digit to str.isdigit, not a count
+                    ("9" * 40, "json-header-size"),
+                    ("0", "json-header-size=0"),
+                    (str(len(payload) + 10), "longer than the request body"),
+                    (str(size - 1), ""),  # the header cut short: not JSON
+                    (str(size + 1), ""),  # a tensor byte in the header: not JSON, or sizes off
+                    (None, "needs ;json-header-size=N"),
+                ]
+            )
+        )
+        event = infer_event(base64.b64encode(payload).decode("ascii"), isBase64Encoded=True)
+        event["headers"]["content-type"] = (
+            BINARY_CONTENT_TYPE
+            if header_size is None
+            else f"{BINARY_CONTENT_TYPE};json-header-size={header_size}"
+        )
+        return event, 400, fragment
+    # A content type the front door does not take.
     other = draw(
         st.sampled_from(
             [
-                binary,
-                BINARY_CONTENT_TYPE,
                 "application/octet-stream",
                 "text/plain",
                 "application/x-www-form-urlencoded",
@@ -522,7 +542,7 @@ def broken_events(draw: st.DrawFn, kind: str) -> Broken:
             ]
         )
     )
-    if other.startswith(BINARY_CONTENT_TYPE) or draw(st.booleans()):
+    if draw(st.booleans()):
         event = infer_event(base64.b64encode(payload).decode("ascii"), isBase64Encoded=True)
     else:
         event = infer_event(text)
@@ -536,7 +556,14 @@ def broken_events(draw: st.DrawFn, kind: str) -> Broken:
         *(pytest.param(broken_bodies(mutate), id=mutate.__name__) for mutate in MUTATIONS),
         *(
             pytest.param(broken_events(kind), id=kind)
-            for kind in ("truncated", "deep", "base64", "not utf-8", "content type")
+            for kind in (
+                "truncated",
+                "deep",
+                "base64",
+                "not utf-8",
+                "binary header size",
+                "content type",
+            )
         ),
     ],
 )
@@ -682,9 +709,9 @@ def stubbed_runtime() -> Iterator[Any]:
                 **infer_event(_with()),
                 "headers": {"content-type": f"{BINARY_CONTENT_TYPE};json-header-size=999999"},
             },
-            415,
-            "content-type",
-            id="binary-protocol",
+            400,
+            "json-header-size=999999 is longer than the request body",
+            id="binary-protocol-header-past-the-body",
         ),
         pytest.param(
             {**infer_event(_with()), "headers": {"Content-Type": "text/plain"}},
