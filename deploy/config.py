@@ -37,6 +37,7 @@ from pydantic_settings import (
 
 from deploy.catalogue.images import DEFAULT_TRITON_VERSION
 from deploy.errors import ConfigError
+from deploy.guardrails import RolloutSettings
 
 ENV_PREFIX = "DEPLOY_"
 CONFIG_FILE_ENV = "DEPLOY_CONFIG"
@@ -209,6 +210,10 @@ class DeploySettings(BaseSettings):
         "as --no-repo-code, a model that needs its code is an error.",
     )
     infra: InfraSettings = Field(default_factory=InfraSettings)
+    rollout: RolloutSettings = Field(
+        default_factory=RolloutSettings,
+        description="[stages.X.rollout]: how endpoint updates shift traffic (deploy.guardrails).",
+    )
 
     def stack_name(self, component: str) -> str:
         """The CloudFormation stack of a component: `<endpoint_name>-<stage>-<component>`.

@@ -30,9 +30,9 @@ from cdk_nag import RegexAppliesTo
 from constructs import Construct
 
 from deploy.async_inference.layout import ASYNC_MAX_PAYLOAD
+from deploy.guardrails import TrafficPolicy
 from deploy_infra.constructs.sagemaker_endpoint import (
     VARIANT_NAME,
-    TrafficShifting,
     blue_green_endpoint,
     endpoint_arn,
     runtime_statements,
@@ -99,7 +99,7 @@ class AsyncInferenceEndpoint(Construct):
         subnets: Sequence[ec2.ISubnet],
         security_group: ec2.ISecurityGroup,
         rollback_alarm_names: Sequence[str],
-        traffic_shifting: TrafficShifting | None = None,
+        rollout: TrafficPolicy,
         inference_ami_version: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -240,7 +240,7 @@ class AsyncInferenceEndpoint(Construct):
             endpoint_name=endpoint_name,
             config=self.endpoint_config,
             rollback_alarm_names=rollback_alarm_names,
-            traffic_shifting=traffic_shifting or TrafficShifting(),
+            rollout=rollout,
         )
 
     @property

@@ -13,9 +13,9 @@ from aws_cdk import aws_sagemaker as sagemaker
 from cdk_nag import RegexAppliesTo
 from constructs import Construct
 
+from deploy.guardrails import TrafficPolicy
 from deploy_infra.constructs.sagemaker_endpoint import (
     VARIANT_NAME,
-    TrafficShifting,
     blue_green_endpoint,
     endpoint_arn,
     endpoint_config,
@@ -52,13 +52,12 @@ class MultiModelEndpoint(Construct):
         security_group: ec2.ISecurityGroup,
         rollback_alarm_names: Sequence[str],
         data_capture_percent: int | None = None,
-        traffic_shifting: TrafficShifting | None = None,
+        rollout: TrafficPolicy,
         inference_ami_version: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.endpoint_name = endpoint_name
         self.variant_name = VARIANT_NAME
-        shifting = traffic_shifting or TrafficShifting()
         capture_prefix = f"data-capture/{endpoint_name}/"
 
         self.role = iam.Role(
@@ -137,7 +136,7 @@ class MultiModelEndpoint(Construct):
             endpoint_name=endpoint_name,
             config=self.endpoint_config,
             rollback_alarm_names=rollback_alarm_names,
-            traffic_shifting=shifting,
+            rollout=rollout,
         )
 
     @property

@@ -18,6 +18,8 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
+from deploy.guardrails import STAGE_ROLLBACK_ALARMS
+
 if TYPE_CHECKING:
     from deploy.config import InfraSettings
 
@@ -222,7 +224,7 @@ class EndpointAlarms(Construct):
 
     @property
     def rollback_alarm_names(self) -> list[str]:
-        return [self.alarms[n].alarm_name for n in ("Invocation5XXErrors", "ModelLatencyP99")]
+        return [self.alarms[n].alarm_name for n in STAGE_ROLLBACK_ALARMS]
 
 
 class EndpointDashboard(Construct):

@@ -2,7 +2,7 @@
 
 `MultiModelEndpoint` and `SingleModelEndpoint` differ in their image, model
 and model-data grants; the variant, the blue/green endpoint with alarm
-rollback, the network placement and the execution role's runtime grants
+rollback (deployment_config.py), the network placement and the execution role's runtime grants
 (ECR token, endpoint logs and metrics, VPC network interfaces) are built here.
 The helpers add resources directly to the construct they are given, so the
 construct ids (and logical ids) stay those of the calling construct.
@@ -11,7 +11,6 @@ construct ids (and logical ids) stay those of the calling construct.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from aws_cdk import Aws, Stack
@@ -20,19 +19,11 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from deploy.guardrails import TrafficPolicy
+from deploy_infra.constructs.deployment_config import deployment_config
 from deploy_infra.nag import suppress
 
 VARIANT_NAME = "AllTraffic"
-
-
-@dataclass(frozen=True)
-class TrafficShifting:
-    """Blue/green update: shift `step_percent` of capacity per step, wait between steps."""
-
-    step_percent: int = 50
-    wait_s: int = 300
-    termination_wait_s: int = 300
-    timeout_s: int = 3600
 
 
 class VariantEndpoint(Protocol):
@@ -105,35 +96,16 @@ def blue_green_endpoint(
     endpoint_name: str,
     config: sagemaker.CfnEndpointConfig,
     rollback_alarm_names: Sequence[str],
-    traffic_shifting: TrafficShifting,
+    rollout: TrafficPolicy,
 ) -> sagemaker.CfnEndpoint:
-    """The endpoint: linear blue/green updates, rolled back when a rollback alarm fires."""
-    rollback = (
-        sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
-            alarms=[sagemaker.CfnEndpoint.AlarmProperty(alarm_name=n) for n in rollback_alarm_names]
-        )
-        if rollback_alarm_names
-        else None
-    )
+    """The endpoint: blue/green updates as `rollout` says, rolled back when the stage's
+    `rollback_alarm_names` (or the alarms `rollout` adds) fire."""
     return sagemaker.CfnEndpoint(
         scope,
         construct_id,
         endpoint_name=endpoint_name,
         endpoint_config_name=config.attr_endpoint_config_name,
-        deployment_config=sagemaker.CfnEndpoint.DeploymentConfigProperty(
-            blue_green_update_policy=sagemaker.CfnEndpoint.BlueGreenUpdatePolicyProperty(
-                traffic_routing_configuration=sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
-                    type="LINEAR",
-                    linear_step_size=sagemaker.CfnEndpoint.CapacitySizeProperty(
-                        type="CAPACITY_PERCENT", value=traffic_shifting.step_percent
-                    ),
-                    wait_interval_in_seconds=traffic_shifting.wait_s,
-                ),
-                termination_wait_in_seconds=traffic_shifting.termination_wait_s,
-                maximum_execution_timeout_in_seconds=traffic_shifting.timeout_s,
-            ),
-            auto_rollback_configuration=rollback,
-        ),
+        deployment_config=deployment_config(rollout, stage_alarm_names=rollback_alarm_names),
     )
 
 

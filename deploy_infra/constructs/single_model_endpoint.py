@@ -22,9 +22,9 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from deploy.guardrails import TrafficPolicy
 from deploy_infra.constructs.sagemaker_endpoint import (
     VARIANT_NAME,
-    TrafficShifting,
     blue_green_endpoint,
     endpoint_arn,
     endpoint_config,
@@ -90,13 +90,12 @@ class SingleModelEndpoint(Construct):
         subnets: Sequence[ec2.ISubnet],
         security_group: ec2.ISecurityGroup,
         rollback_alarm_names: Sequence[str],
-        traffic_shifting: TrafficShifting | None = None,
+        rollout: TrafficPolicy,
         inference_ami_version: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.endpoint_name = endpoint_name
         self.variant_name = VARIANT_NAME
-        shifting = traffic_shifting or TrafficShifting()
         self.image = image
 
         self.role = iam.Role(
@@ -149,7 +148,7 @@ class SingleModelEndpoint(Construct):
             endpoint_name=endpoint_name,
             config=self.endpoint_config,
             rollback_alarm_names=rollback_alarm_names,
-            traffic_shifting=shifting,
+            rollout=rollout,
         )
 
     @property

@@ -18,6 +18,7 @@ from constructs import Construct
 
 from deploy.async_inference.layout import stage_root
 from deploy.config import DeploySettings
+from deploy.guardrails import policy_for
 from deploy.hosting.asynchronous import FOLDER
 from deploy_infra.constructs.async_autoscaling import AsyncAutoscaling
 from deploy_infra.constructs.async_endpoint import ROUTER_MODEL, AsyncInferenceEndpoint
@@ -128,6 +129,7 @@ class AsyncEndpointStack(Stack):
             subnets=network.subnets.subnets,
             security_group=network.endpoint_security_group,
             rollback_alarm_names=alarms.rollback_alarm_names,
+            rollout=policy_for(settings),
             inference_ami_version=inference_ami(infra.triton_version, spec),
         )
         AsyncAutoscaling(

@@ -8,6 +8,7 @@ from aws_cdk import CfnOutput, Duration, Stack
 from constructs import Construct
 
 from deploy.config import DeploySettings
+from deploy.guardrails import policy_for
 from deploy_infra.constructs.autoscaling import VariantAutoscaling
 from deploy_infra.constructs.mme_endpoint import MultiModelEndpoint
 from deploy_infra.constructs.model_store import ModelStore
@@ -76,6 +77,7 @@ class EndpointStack(Stack):
             subnets=network.subnets.subnets,
             security_group=network.endpoint_security_group,
             rollback_alarm_names=alarms.rollback_alarm_names,
+            rollout=policy_for(settings),
             data_capture_percent=infra.data_capture_percent if infra.data_capture else None,
             inference_ami_version=inference_ami(infra.triton_version, spec),
         )

@@ -16,6 +16,7 @@ from aws_cdk import CfnOutput, Duration, Stack
 from constructs import Construct
 
 from deploy.config import DeploySettings
+from deploy.guardrails import policy_for
 from deploy.hosting import mode_for
 from deploy.neuron.instances import is_inferentia, neuron_cores
 from deploy_infra.constructs.autoscaling import VariantAutoscaling
@@ -124,6 +125,7 @@ class SingleModelEndpointStack(Stack):
             subnets=network.subnets.subnets,
             security_group=network.endpoint_security_group,
             rollback_alarm_names=alarms.rollback_alarm_names,
+            rollout=policy_for(settings),
             inference_ami_version=ami,
         )
         VariantAutoscaling(
