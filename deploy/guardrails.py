@@ -259,3 +259,8 @@ def policy_for(settings: DeploySettings, *, on_instances: bool = True) -> Traffi
         extra,
         asked,
     )
+
+
+def rollout_notes(settings: DeploySettings, *, on_instances: bool) -> tuple[str, ...]:
+    """The plan's line about how the endpoint's updates shift traffic."""
+    return ("rollout: " + policy_for(settings, on_instances=on_instances).describe(),)

@@ -142,6 +142,7 @@ def plan(
     if package.archive is not None:
         # The endpoint's Model reads this archive: its templates name the key.
         provider.use_model_archive(package.archive.key)
+    from deploy.guardrails import rollout_notes
     from deploy.packaging.bundles import check_published_bundles
 
     published = provider.published_manifest()
@@ -168,7 +169,15 @@ def plan(
             archive=diff.archive,
             region=settings.region if on_aws else None,
             region_source=provider.region_source,
-            notes=(*mode.check_package(settings, package), *infra.notes),
+            notes=(
+                *mode.check_package(settings, package),
+                *(
+                    rollout_notes(settings, on_instances=mode.on_instances)
+                    if on_aws and infra.action != "none"
+                    else ()
+                ),
+                *infra.notes,
+            ),
         ),
         infra,
     )
