@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from deploy.aws.endpoint_updates import shift_progress
 from deploy.aws.session import AwsCallError, AwsSession, aws_call
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ class EndpointState:
     config_name: str
     failure_reason: str
     variants: tuple[Variant, ...]
+    shift: str = ""  # an update in flight (deploy.aws.endpoint_updates), "" when none
 
     @property
     def in_service(self) -> bool:
@@ -99,6 +101,7 @@ class SageMaker:
             config_name=response["EndpointConfigName"],
             failure_reason=response.get("FailureReason", ""),
             variants=variants,
+            shift=shift_progress(response),
         )
 
     def endpoint_config(self, name: str) -> EndpointConfigInfo | None:

@@ -61,6 +61,23 @@ class LineReporter(SilentReporter):
         sys.stderr.write(_stage_line(name, detail, time.monotonic() - self._started) + "\n")
         sys.stderr.flush()
 
+    def rollout(self, stack: str, status: str, endpoint_status: str, events: Sequence[str]) -> None:
+        # One line each time the stack or the endpoint (a traffic shift's step) moves on.
+        changed = not self.rollout_updates or self.rollout_updates[-1] != (
+            stack,
+            status,
+            endpoint_status,
+        )
+        super().rollout(stack, status, endpoint_status, events)
+        if changed:
+            endpoint = f", endpoint {endpoint_status}" if endpoint_status else ""
+            line = _stage_line("rollout", f"{stack} {status}{endpoint}", self._elapsed())
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+
+    def _elapsed(self) -> float:
+        return time.monotonic() - self._started
+
 
 class RichReporter(SilentReporter):
     """Stage lines, byte progress bars and a live rollout table (stderr, a terminal)."""

@@ -106,7 +106,7 @@ class Rollout:
             reporter.rollout(
                 name,
                 state.status if state else "DELETED",
-                endpoint.status if endpoint else "",
+                endpoint_line(endpoint),
                 [event_line(e) for e in events],
             )
             if state is None:
@@ -147,6 +147,18 @@ class Rollout:
             detail = "no endpoint was serving before this rollout"
         if len(reason) > 500:
             reason = reason[:500] + "…"
+        rolled_back = rolled_back_reason(now, before)
+        if rolled_back:
+            # SageMaker's deployment guardrails undid the update (an alarm fired while
+            # traffic shifted): its reason first, CloudFormation's after.
+            return RolloutFailedError(
+                f"SageMaker rolled the endpoint update back: {rolled_back}. {detail}; "
+                f"the manifest was not switched (CloudFormation: {reason})",
+                where=f"stack {stack}",
+                fix="the new version tripped a rollback alarm while traffic shifted: look at "
+                "its errors and latency (`deploy status`, the alarm's metric), fix the models "
+                "or the alarm and re-run `deploy up`",
+            )
         return RolloutFailedError(
             f"rollout failed: {reason}. {detail}; the manifest was not switched",
             where=f"stack {stack}",
@@ -163,7 +175,7 @@ class Rollout:
                     where=f"stack {self.stage.stack('endpoint')}",
                     fix="re-run `deploy up`",
                 )
-            if state.status == "Failed":
+            if state.status in ("Failed", "UpdateRollbackFailed"):
                 raise RolloutFailedError(
                     f"endpoint failed: {state.failure_reason}",
                     where=f"endpoint {state.name}",
@@ -186,6 +198,26 @@ class Rollout:
                 )
             reporter.rollout(self.stage.stack("endpoint"), "UPDATE_COMPLETE", state.status, [])
             self.sleep(self.poll_s)
+
+
+def endpoint_line(endpoint: EndpointState | None) -> str:
+    """The endpoint's status and, while an update shifts traffic, where it stands."""
+    if endpoint is None:
+        return ""
+    return f"{endpoint.status}: {endpoint.shift}" if endpoint.shift else endpoint.status
+
+
+def rolled_back_reason(now: EndpointState | None, before: EndpointState | None) -> str:
+    """SageMaker's reason for rolling this update back ("" if it did not).
+
+    After a rollback the endpoint serves the old config again and DescribeEndpoint
+    keeps a FailureReason; one already there before the rollout is an old one.
+    """
+    if now is None or not now.failure_reason or now.status == "Failed":
+        return ""
+    if before is not None and before.failure_reason == now.failure_reason:
+        return ""
+    return now.failure_reason
 
 
 def failure_reason(events: Sequence[StackEvent], fallback: str) -> str:
