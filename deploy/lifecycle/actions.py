@@ -75,9 +75,11 @@ class Provision:
 
     @property
     def why(self) -> str:
+        if self.resource != "stack":
+            return "it is not running"
         if self.change == "create":
             return "it does not exist yet"
-        return "the deployed one differs from this stage's"
+        return "the deployed stack differs from this stage's, or its last rollout failed"
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """The AWS provider: the `deploy up` stages' Provider on S3, CloudFormation and SageMaker.
 
-Provisioning deploys the CDK app's synthesized templates with CloudFormation
-(CreateStack/UpdateStack), against AWS and against the moto server alike
-(the CDK CLI cannot deploy to moto). Stacks go in dependency order; the
-model store stack comes first because archives are uploaded before the
+Provisioning deploys the stacks the plan names (`provision_resources`) from
+the CDK app's synthesized templates with CloudFormation (CreateStack/UpdateStack),
+against AWS and against the moto server alike (the CDK CLI cannot deploy to
+moto). Stacks go in dependency order; a missing model store stack is created
+first (the plan's `CreateModelStore`) because archives are uploaded before the
 endpoint is touched. A stage whose stacks have container image assets (the
 inf1 Neuron image) is deployed by the pinned CDK CLI instead, which builds
 the image with Docker: `require_provisioning_tools` checks for both before
