@@ -48,7 +48,7 @@ class CreateModelStore:
 
     @property
     def why(self) -> str:
-        return "the archives are uploaded into it, before the endpoint is touched"
+        return "the archives go here, before the endpoint is touched"
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class Provision:
             return "it is not running"
         if self.change == "create":
             return "it does not exist yet"
-        return "the deployed stack differs from this stage's, or its last rollout failed"
+        return "its deployed template differs, or its last rollout failed"
 
 
 @dataclass(frozen=True)
