@@ -154,7 +154,7 @@ class LocalProvider:
             fix="serve a router layout with `deploy serve --hosting single-model REPO`",
         )
 
-    def require_provisioning_tools(self, infra: InfraPlan) -> None:
+    def require_provisioning_tools(self, resources: Sequence[str]) -> None:
         return None  # `deploy serve` on this machine: checked by `deploy up --local` itself
 
     def upload(self, files: Sequence[StoredFile], reporter: Reporter) -> list[UploadOutcome]:
@@ -177,8 +177,10 @@ class LocalProvider:
         reporter.upload_finished()
         return outcomes
 
-    def provision(self, infra: InfraPlan, desired: InfraSpec, reporter: Reporter) -> None:
-        self.start(timeout_s=self.start_timeout_s)
+    def provision_resources(self, resources: Sequence[str], reporter: Reporter) -> None:
+        """Start the endpoint (the one resource `plan_infra` lists)."""
+        if resources:
+            self.start(timeout_s=self.start_timeout_s)
 
     def wait(self, *, timeout_s: float, reporter: Reporter) -> EndpointView:
         state = self.state()

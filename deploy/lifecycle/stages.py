@@ -1,9 +1,10 @@
 """The stages of `deploy up`, each callable (and testable) on its own.
 
-Only `upload`, `provision` and `publish` change anything, and only through
-the provider. Each stage takes plain data and returns plain data. What
-differs between hosting modes (packaging, the diff, store keys, what is
-smoke-tested, the published manifest) is asked of the `HostingMode`.
+Nothing here changes the deployment: `plan` computes the changes
+(`Plan.actions`) and `deploy.lifecycle.apply` executes them through the
+provider. Each stage takes plain data and returns plain data. What differs
+between hosting modes (packaging, the diff, store keys, what is smoke-tested,
+the published manifest) is asked of the `HostingMode`.
 """
 
 from __future__ import annotations
@@ -19,13 +20,7 @@ from deploy.errors import ConfigError, DeployError, ValidationFailedError
 from deploy.hosting import HostingMode, StagePackage, StoredFile, mode_for
 from deploy.lifecycle.plan import InfraSpec, Plan
 from deploy.lifecycle.prices import estimate_for
-from deploy.lifecycle.provider import (
-    EndpointView,
-    InfraPlan,
-    Provider,
-    Reporter,
-    UploadOutcome,
-)
+from deploy.lifecycle.provider import EndpointView, InfraPlan, Provider, Reporter
 from deploy.lifecycle.smoke import SmokeResult, raise_for_failures, smoke_test
 
 
@@ -169,6 +164,7 @@ def plan(
             region=settings.region if on_aws else None,
             region_source=provider.region_source,
             notes=(*mode.check_package(settings, package), *infra.notes),
+            store_stack=infra.store_stack,
         ),
         infra,
     )
@@ -178,21 +174,6 @@ def pending_files(the_plan: Plan, package: StagePackage) -> list[StoredFile]:
     """The package's files the store lacks, as the plan found."""
     keys = the_plan.upload_keys
     return [file for file in package.files if file.key in keys]
-
-
-def upload(
-    the_plan: Plan, provider: Provider, package: StagePackage, reporter: Reporter
-) -> list[UploadOutcome]:
-    """Send the files the store lacks (and only those)."""
-    todo = pending_files(the_plan, package)
-    if not todo:
-        return []
-    return provider.upload(todo, reporter)
-
-
-def provision(infra: InfraPlan, provider: Provider, desired: InfraSpec, reporter: Reporter) -> None:
-    if infra.action != "none":
-        provider.provision(infra, desired, reporter)
 
 
 def wait(provider: Provider, *, timeout_s: float, reporter: Reporter) -> EndpointView:
@@ -217,11 +198,3 @@ def smoke(
     )
     raise_for_failures(results, endpoint=target.endpoint_name, endpoint_url=target.endpoint_url)
     return results
-
-
-def publish(the_plan: Plan, provider: Provider, mode: HostingMode, package: StagePackage) -> bool:
-    """Switch clients to the new manifest (last, after the smoke test)."""
-    if not the_plan.manifest_changes and provider.published_manifest() is not None:
-        return False
-    provider.publish_manifest(mode.layout.published_document(package))
-    return True
