@@ -46,7 +46,7 @@ from deploy.local.platform import ModelPlatform
 from deploy.local.serve import prepare_record, record, serve_until_signal
 from deploy.local.single_model import SingleModelEndpoint, SingleModelFrontEnd
 from deploy.local.state import STATE_DIR
-from deploy.neuron.router import DEFAULT_ROUTER_INSTANCES, ROUTER_NAME
+from deploy.hosting.router_model import DEFAULT_ROUTER_INSTANCES, ROUTER_NAME
 
 log = logging.getLogger(__name__)
 

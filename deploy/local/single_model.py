@@ -32,7 +32,7 @@ from deploy.local.platform import ModelPlatform
 from deploy.local.serve import prepare_record, record, serve_until_signal
 from deploy.local.state import STATE_DIR
 from deploy.local.supervisor import TritonSupervisor
-from deploy.neuron.router import (
+from deploy.hosting.router_model import (
     DEFAULT_ROUTER_INSTANCES,
     ROUTER_NAME,
     single_model_manifest,

@@ -1,4 +1,7 @@
-"""`deploy neuron package`: the inf1 layout as one SageMaker single-model archive.
+"""The router layout's archive: every model plus the router in one model.tar.gz.
+
+`deploy neuron package` writes it for ml.inf1, and the router layouts
+(`deploy.hosting.router`) for single-model, async and serverless endpoints.
 
 A single-model endpoint loads one `model.tar.gz` into /opt/ml/model. It holds
 every model folder of the repository plus the generated router at its root;
@@ -18,8 +21,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from deploy.client.manifest import MANIFEST_NAME, SINGLE_MODEL, ArchiveRef, dump
-from deploy.errors import NeuronError
-from deploy.neuron.router import (
+from deploy.errors import RouterError
+from deploy.hosting.router_model import (
     DEFAULT_ROUTER_INSTANCES,
     ROUTER_NAME,
     router_manifest,
@@ -92,7 +95,7 @@ def package_single_model(
             with atomic_file(out / ARCHIVE_NAME) as archive:
                 sha256, size, _ = write_archive(entries, archive.handle)
         except OSError as exc:
-            raise NeuronError(f"cannot write the archive: {exc}", where=str(out)) from exc
+            raise RouterError(f"cannot write the archive: {exc}", where=str(out)) from exc
         digests = model_digests(entries, [model.name for model in models])
     routed = router_manifest(models, router=router, hosting=hosting)
     manifest = dataclasses.replace(
