@@ -40,6 +40,7 @@ __all__ = [
     "StagePackage",
     "StoredFile",
     "default_hosting",
+    "default_mode",
     "mode_for",
     "mode_named",
 ]
@@ -56,6 +57,11 @@ def default_hosting(instance_type: str) -> str:
     from deploy.neuron.instances import is_inferentia
 
     return SINGLE_MODEL if is_inferentia(instance_type) else MULTI_MODEL
+
+
+def default_mode() -> HostingMode:
+    """The mode of a stage that names none and no instance type (the local endpoint)."""
+    return multi_model.MODE
 
 
 def mode_named(name: str, *, where: str = "hosting (--hosting)") -> HostingMode:

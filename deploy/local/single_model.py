@@ -25,6 +25,13 @@ from typing import Any, cast
 
 from deploy.client import manifest as contract
 from deploy.errors import LocalEndpointError
+from deploy.hosting.router_model import (
+    DEFAULT_ROUTER_INSTANCES,
+    ROUTER_NAME,
+    single_model_manifest,
+    stage_layout,
+)
+from deploy.hosting.single_model import MODE
 from deploy.local import wire
 from deploy.local.endpoint import EndpointOptions, LocalEndpoint
 from deploy.local.frontend import FrontEnd, Reply, UpstreamError, _Request, joined
@@ -32,12 +39,6 @@ from deploy.local.platform import ModelPlatform
 from deploy.local.serve import prepare_record, record, serve_until_signal
 from deploy.local.state import STATE_DIR
 from deploy.local.supervisor import TritonSupervisor
-from deploy.hosting.router_model import (
-    DEFAULT_ROUTER_INSTANCES,
-    ROUTER_NAME,
-    single_model_manifest,
-    stage_layout,
-)
 
 MANIFEST_NAME = contract.MANIFEST_NAME
 
@@ -72,7 +73,7 @@ class _Models:
 
     def listing(self) -> dict[str, Any]:
         return {
-            "hosting": "single-model",
+            "hosting": MODE.name,
             "router": self.manifest["router"],
             "loaded": sorted(self.manifest["models"]),
         }

@@ -12,10 +12,10 @@ compile.py     torch-neuron tracing (Neuron package repository)
 
 from __future__ import annotations
 
+from deploy.hosting.router_model import single_model_manifest, write_manifest, write_router
 from deploy.neuron.generate import generate_model, model_config_text
 from deploy.neuron.instances import NEURON_CORES, is_inferentia, neuron_cores
 from deploy.neuron.planning import check_core_plan, repository_core_ranges, split_cores
-from deploy.hosting.router_model import single_model_manifest, write_manifest, write_router
 from deploy.neuron.spec import CoreRange, NeuronModelSpec, TensorSpec, build_spec
 
 __all__ = [
