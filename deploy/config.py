@@ -226,9 +226,9 @@ class DeploySettings(BaseSettings):
     def _lane_needs_multi_model(self) -> DeploySettings:
         if not self.async_lane:
             return self
-        from deploy.hosting import mode_named
+        from deploy.hosting import MODES
 
-        if self.hosting is not None and not mode_named(self.hosting).async_lane:
+        if self.hosting is not None and not MODES[self.hosting].async_lane:
             raise ValueError(
                 f"async_lane pairs a multi-model endpoint with an asynchronous one; hosting "
                 f"{self.hosting!r} has no lane: remove async_lane or use hosting multi-model"
@@ -255,12 +255,13 @@ class DeploySettings(BaseSettings):
     @field_validator("hosting")
     @classmethod
     def _known_hosting(cls, value: str | None) -> str | None:
-        from deploy.hosting import MODES
+        # The names are the manifest contract's (deploy.client.manifest imports nothing).
+        from deploy.client.manifest import HOSTINGS
 
-        if value is not None and value not in MODES:
-            close = difflib.get_close_matches(value, list(MODES), n=1)
+        if value is not None and value not in HOSTINGS:
+            close = difflib.get_close_matches(value, HOSTINGS, n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
-            raise ValueError(f"unknown hosting {value!r}{hint}; use one of {', '.join(MODES)}")
+            raise ValueError(f"unknown hosting {value!r}{hint}; use one of {', '.join(HOSTINGS)}")
         return value
 
 

@@ -80,7 +80,7 @@ def mode_for(settings: DeploySettings) -> HostingMode:
     """The stage's mode: its `hosting` setting, or the default for its instance type;
     multi-model with its asynchronous lane when `async_lane` is on."""
     mode = mode_named(settings.hosting or default_hosting(settings.instance_type))
-    if settings.async_lane and mode.name == MULTI_MODEL:
+    if settings.async_lane and mode.async_lane:
         from deploy.hosting.async_lane import LANED_MODE
 
         return LANED_MODE

@@ -106,14 +106,12 @@ class RouterLayout:
         progress: bool = False,
         triton_version: str | None = None,
     ) -> StagePackage:
-        """One reproducible model.tar.gz (every model + the router) and its manifest.
-
-        The router archive does not build `requirements.txt` environments yet, so
-        `triton_version` does not change it.
+        """One reproducible model.tar.gz (every model + the router) and its manifest;
+        python models' `requirements.txt` environments built for `triton_version`'s Python.
         """
         from deploy.hosting.router_archive import package_single_model
 
-        package_single_model(repository, out, hosting=self.hosting)
+        package_single_model(repository, out, hosting=self.hosting, triton_version=triton_version)
         return self.read_package(out)
 
     def read_package(self, out: Path) -> StagePackage:
