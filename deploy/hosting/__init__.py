@@ -9,11 +9,16 @@ A stage picks one with `hosting = "..."` in deploy.toml, `--hosting` on the
 CLI or `-c hosting=...` for the CDK app; `mode_for(settings)` returns it.
 Each mode is a `HostingMode` (mode.py) composed of a settings check
 (rules.py), a layout (per_model.py or router.py: packaging, the plan's diff,
-store keys, the published manifest), the endpoint stack the CDK app
-synthesizes for it and the SDK's addressing (`deploy.client.manifest`).
+store keys, the published manifest), the key of the endpoint stack the CDK app
+synthesizes for it, the key of its local endpoint, its request limits and the
+SDK's addressing (`deploy.client.manifest`). Code outside this package asks
+the mode, never its name (`make lint` runs tools/mode_names.py).
 
-    changes.py   the plan's per-model and archive changes (plain data)
-    layout.py    the Layout protocol, StagePackage, StoredFile
+    changes.py        the plan's per-model and archive changes (plain data)
+    layout.py         the Layout protocol, StagePackage, StoredFile
+    limits.py         SageMaker's payload and TargetModel limits, defined once
+    router_model.py   the generated router model the router layouts serve
+    router_archive.py the router layouts' one archive (and `deploy neuron package`'s)
 """
 
 from __future__ import annotations
