@@ -25,6 +25,7 @@ from deploy.client.manifest import SERVERLESS
 from deploy.hosting import rules
 from deploy.hosting.capacity import InfraSpec, ServerlessSpec
 from deploy.hosting.layout import StagePackage
+from deploy.hosting.limits import SERVERLESS_MAX_PAYLOAD
 from deploy.hosting.mode import HostingMode
 from deploy.hosting.router import RouterLayout
 
@@ -88,10 +89,11 @@ MODE = HostingMode(
     summary="serverless endpoint: one archive behind the router, CPU, scales to zero",
     layout=RouterLayout(FOLDER, hosting=SERVERLESS),
     check_settings=rules.all_of(rules.known_instance, cpu_instance),
-    endpoint_stack=SERVERLESS,
+    endpoint_stack="serverless-endpoint",
     check_package=package_notes,
     check_repository=repository_rules,
     network=False,
     on_instances=False,
     capacity=capacity,
+    max_payload=SERVERLESS_MAX_PAYLOAD,
 )

@@ -33,6 +33,8 @@ from deploy.async_inference.layout import (
     manifest_section,
 )
 from deploy.errors import LocalEndpointError
+from deploy.hosting import asynchronous
+from deploy.hosting.router_model import DEFAULT_ROUTER_INSTANCES, ROUTER_NAME
 from deploy.local import wire
 from deploy.local.async_invocations import (
     DEFAULT_MAX_QUEUED,
@@ -46,11 +48,10 @@ from deploy.local.platform import ModelPlatform
 from deploy.local.serve import prepare_record, record, serve_until_signal
 from deploy.local.single_model import SingleModelEndpoint, SingleModelFrontEnd
 from deploy.local.state import STATE_DIR
-from deploy.neuron.router import DEFAULT_ROUTER_INSTANCES, ROUTER_NAME
 
 log = logging.getLogger(__name__)
 
-ASYNC_HOSTING = "async"
+ASYNC_HOSTING = asynchronous.MODE.name
 _ASYNC_SUFFIX = b"/async-invocations"
 
 

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from deploy.client import manifest as contract
 from deploy.errors import LocalEndpointError
+from deploy.hosting.limits import MAX_TARGET_MODEL
 from deploy.repository.names import TARGET_MODEL_CHARACTERS, target_model_problem
 
 MANIFEST = contract.MANIFEST_NAME
@@ -45,7 +46,7 @@ def check_target_model(target_model: str) -> str:
         or normal.startswith("..")
         or normal != target_model
         or "\\" in target_model
-        or len(target_model) > 1024
+        or len(target_model) > MAX_TARGET_MODEL
     ):
         raise LocalEndpointError(
             f"TargetModel {target_model!r} is not a relative path inside the model store",
