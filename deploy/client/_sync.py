@@ -147,7 +147,8 @@ class Endpoint:
         `model` is a logical name from the manifest or a TargetModel
         (`*.tar.gz`); `target_model` overrides the manifest's choice.
         `class_count=k` asks Triton for the top-k classes of each output
-        (read them with `result.classes(name)`).
+        (read them with `result.classes(name)`). Outputs are read-only views
+        into the response body, not copies (see `InferResult`).
         """
         prepared = self._prepare(model, inputs, outputs, target_model, class_count, parameters)
         try:
