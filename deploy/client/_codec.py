@@ -379,20 +379,23 @@ def _decode(body: Buffer | bytearray, content_type: str | None, key: str) -> Dec
     if view.format != "B" or view.ndim != 1:
         view = view.cast("B")
     header_size = header_size_of(content_type)
+    head = None
     if header_size is None:
-        header_size = view.nbytes
+        header_size = view.nbytes  # all JSON: decoded afresh every time
     elif header_size > view.nbytes:
         raise ResponseFormatError(
             f"header size {header_size} is larger than the {view.nbytes}-byte response"
         )
-    head = view[:header_size].tobytes()
-    layout = _LAYOUTS.get((head, key))
+    elif header_size <= _MAX_LAYOUT_HEADER:
+        head = view[:header_size].tobytes()
+    layout = _LAYOUTS.get((head, key)) if head is not None else None
     try:
         if layout is not None and layout.end == view.nbytes:
             return layout.apply(view)
         header = _parse_header(view[:header_size])
         decoded = _decode_tensors(header, view, header_size, key)
-        _remember(head, key, header, view.nbytes)
+        if head is not None:
+            _remember(head, key, header, view.nbytes)
         return decoded
     except ResponseFormatError:
         raise
@@ -434,6 +437,7 @@ class _Layout:
 # Header bytes (and "outputs" or "inputs") → layout; emptied when full.
 _LAYOUTS: dict[tuple[bytes, str], _Layout] = {}
 _MAX_LAYOUTS = 64
+_MAX_LAYOUT_HEADER = 16 * 1024  # larger headers (many outputs) are parsed each time
 _SCALARS = (str, int, float, bool, type(None))
 
 
