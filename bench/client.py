@@ -7,10 +7,10 @@ parsed) is called one request at a time, with bodies of about 0.6 MB and
 
 - `raw_http` (the baseline): `http.client` on a keep-alive connection, the
   body encoded once beforehand, no signature;
-- `sdk`: `deploy.client.Endpoint.infer` with the numpy array (encode,
-  validate against the manifest, the direct transport: the request built
-  here and sent over the deadline-bounded urllib3 pool, decode), unsigned as
-  against the local endpoint;
+- `sdk`: `deploy.client.Endpoint.infer` with the numpy array (manifest
+  lookup, validation, encode, the direct transport: the request built by the
+  SDK and sent over its deadline-bounded keep-alive connections, decode),
+  unsigned as against the local endpoint;
 - `sdk_transport`: the same transport alone, the body encoded once
   beforehand (what `raw_http` does, plus the SDK's headers, deadline, error
   mapping and retry book-keeping);
