@@ -32,6 +32,7 @@ from deploy.async_inference.layout import (
     AsyncLocations,
     manifest_section,
 )
+from deploy.client import manifest as contract
 from deploy.errors import LocalEndpointError
 from deploy.local import wire
 from deploy.local.async_invocations import (
@@ -193,9 +194,12 @@ class AsyncLocalEndpoint(SingleModelEndpoint):
         self.locations = locations
         # As the stock image's serve script: only the default model at start.
         self.supervisor.load_models = (router,)
-        self.manifest["hosting"] = ASYNC_HOSTING
-        self.manifest["async_inference"] = manifest_section(locations)
-        self.manifest_path.write_text(json.dumps(self.manifest, indent=2) + "\n")
+        served = contract.with_async_inference(
+            contract.parse(self.manifest, str(self.manifest_path)),
+            contract.AsyncLocations(**manifest_section(locations)),
+        )
+        self.manifest = served.to_document()
+        self.manifest_path.write_bytes(contract.dump(served))
         self.invocations = AsyncInvocations(
             endpoint_name=self.options.endpoint_name,
             locations=locations,

@@ -22,7 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from deploy._files import atomic_write_bytes, with_umask
-from deploy.client.manifest import SINGLE_MODEL, Manifest, ModelInfo, TensorSpec, dump
+from deploy.client.manifest import (
+    SINGLE_MODEL,
+    Manifest,
+    ModelInfo,
+    TensorSpec,
+    dump,
+    written,
+)
 from deploy.errors import NeuronError
 from deploy.neuron.generate import MODEL_VERSION, template_text
 from deploy.repository import DEPENDENCIES_PARAMETER
@@ -240,7 +247,7 @@ def router_manifest(
     def tensors(items: tuple[Tensor, ...]) -> tuple[TensorSpec, ...]:
         return tuple(TensorSpec(t.name, t.datatype, t.shape) for t in items)
 
-    return Manifest(
+    manifest = Manifest(
         hosting,
         {
             model.name: ModelInfo(
@@ -260,6 +267,7 @@ def router_manifest(
         },
         router=router,
     )
+    return written(manifest)
 
 
 def single_model_manifest(
