@@ -131,8 +131,7 @@ class LanedLayout:
         return self.models.smoke_changes(models, deployed=deployed)
 
     def published_document(self, package: StagePackage) -> bytes:
-        """The multi-model manifest, its `async_lane` naming the lane's archive and
-        publishing the largest request the lane takes."""
+        """The multi-model manifest, its `async_lane` naming the lane's archive."""
         if package.archive is None:
             return self.models.published_document(package)
         return contract.dump(contract.with_lane_archive(package.manifest, package.archive.key))

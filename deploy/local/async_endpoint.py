@@ -65,19 +65,18 @@ def router_repository(location: str, scratch: Path) -> Path:
     if not is_store(location):
         return Path(location)
     store = open_store(location)
-    archive = (store.manifest() or {}).get("archive")
-    if not isinstance(archive, dict) or not isinstance(archive.get("key"), str):
+    manifest = store.manifest()
+    archive = manifest.archive if manifest is not None else None
+    if archive is None:
         raise LocalEndpointError(
             "a store of per-model archives (multi-model) cannot be served with --hosting async",
             where=location,
             fix="pass the model repository, or a store with one archive and a router "
             "(`deploy neuron package` output)",
         )
-    downloaded = store.fetch(archive["key"], scratch / "download")
+    downloaded = store.fetch(archive.key, scratch / "download")
     repository = scratch / "repository"
-    extract_archive(
-        downloaded, repository, expected_sha256=archive.get("sha256"), name=archive["key"]
-    )
+    extract_archive(downloaded, repository, expected_sha256=archive.sha256, name=archive.key)
     return repository
 
 

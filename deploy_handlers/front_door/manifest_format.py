@@ -18,7 +18,7 @@ and the Lambda bundle (deploy_handlers/) carries a byte-for-byte copy of this fi
                                                  published manifest has them, a package
                                                  before `deploy up` binds it to a stage not)
      "async_lane": {"endpoint_name", "input_prefix", "output_prefix", "failure_prefix",
-                    "max_request_bytes", "archive"},
+                    "archive"},
                                                 (a real-time endpoint's asynchronous
                                                  partner for requests over 6 MB; `archive`:
                                                  its router archive's key, for `deploy up`)
@@ -34,6 +34,7 @@ the two a hosting uses, and the largest request body it takes, the manifest
 publishes in `invoke` (`addressing`: `TARGET_MODEL_HEADER`, `ROUTER` or
 `INFERENCE_COMPONENT_HEADER`; `max_request_bytes`). A manifest without it
 (format 1.0) gets them from `ADDRESSING[hosting]` and `MAX_REQUEST_BYTES[hosting]`.
+An async lane is an endpoint of hosting async: it takes `MAX_REQUEST_BYTES[ASYNC]`.
 
 Versions. The version is `format` (the major, an integer) and `format_minor`
 (absent: 0), written 1.1 today. SDKs already in users' applications read the
@@ -260,23 +261,19 @@ class AsyncLocations:
 
 @dataclass(frozen=True, slots=True)
 class AsyncLane:
-    """The asynchronous endpoint paired with a real-time one for large requests;
-    `max_request_bytes` None (format 1.0) is `ASYNC_MAX_REQUEST`."""
+    """The asynchronous endpoint paired with a real-time one for large requests."""
 
     endpoint_name: str
     locations: AsyncLocations
-    max_request_bytes: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def request_limit(self) -> int:
-        """The largest request body the lane takes."""
-        return self.max_request_bytes or ASYNC_MAX_REQUEST
+        """The largest request body the lane takes: an async endpoint's."""
+        return MAX_REQUEST_BYTES[ASYNC]
 
     def to_document(self) -> dict[str, Any]:
         document = {"endpoint_name": self.endpoint_name, **self.locations.to_document()}
-        if self.max_request_bytes is not None:
-            document["max_request_bytes"] = self.max_request_bytes
         return document | dict(self.extra)
 
 
@@ -397,16 +394,11 @@ def with_archive_key(manifest: Manifest, key: str) -> Manifest:
 
 
 def with_lane_archive(manifest: Manifest, key: str) -> Manifest:
-    """A manifest whose async lane names its router archive's `key` (for `deploy up`)
-    and, from format 1.1, the largest request it takes."""
+    """A manifest whose async lane names its router archive's `key` (for `deploy up`)."""
     lane = manifest.async_lane
     if lane is None:
         return manifest
-    limit = lane.max_request_bytes
-    if manifest.format_minor >= 1 and limit is None:
-        limit = ASYNC_MAX_REQUEST
-    extra = {**lane.extra, "archive": key}
-    return replace(manifest, async_lane=replace(lane, max_request_bytes=limit, extra=extra))
+    return replace(manifest, async_lane=replace(lane, extra={**lane.extra, "archive": key}))
 
 
 def parse(document: Any, source: str) -> Manifest:
@@ -641,12 +633,9 @@ def _lane(entry: Any, where: str) -> AsyncLane:
     name = entry.get("endpoint_name")
     if not isinstance(name, str) or not name:
         raise ManifestFormatError("has no endpoint_name", where=where)
-    limit = entry.get("max_request_bytes")
-    if limit is not None and (type(limit) is not int or limit <= 0):
-        raise ManifestFormatError(f"has invalid max_request_bytes {limit!r}", where=where)
     known = {"endpoint_name", "input_prefix", "output_prefix", "failure_prefix"}
-    extra = {k: v for k, v in entry.items() if k not in known | {"max_request_bytes"}}
-    return AsyncLane(name, _locations(entry, where), limit, extra)
+    extra = {key: value for key, value in entry.items() if key not in known}
+    return AsyncLane(name, _locations(entry, where), extra)
 
 
 def _tensors(entries: Any, where: str) -> tuple[TensorSpec, ...]:
