@@ -31,8 +31,9 @@ and the Lambda bundle (deploy_handlers/) carries a byte-for-byte copy of this fi
 multi-model endpoint (the archive's key), or the request parameter
 `target_model` that the router of a single-model endpoint reads. Which of
 the two a hosting uses, and the largest request body it takes, the manifest
-publishes in `invoke` (`addressing`: `TARGET_MODEL_HEADER`, `ROUTER` or
-`INFERENCE_COMPONENT_HEADER`; `max_request_bytes`). A manifest without it
+publishes in `invoke` (`addressing`: `TARGET_MODEL_HEADER`, `ROUTER`, or
+`INFERENCE_COMPONENT_HEADER`, which this version does not send yet and so
+refuses; `max_request_bytes`). A manifest without it
 (format 1.0) gets them from `ADDRESSING[hosting]` and `MAX_REQUEST_BYTES[hosting]`.
 An async lane is an endpoint of hosting async: it takes `MAX_REQUEST_BYTES[ASYNC]`.
 
@@ -43,7 +44,8 @@ manifests that a newer `deploy` publishes, and the reverse, by one rule:
   an older reader knows. It never changes what a key already means.
 - A reader accepts every minor of its own major. It keeps the keys it does
   not know (`extra`) and writes them back unchanged and in place, so a
-  manifest an older version re-writes keeps a newer one's additions.
+  manifest an older version re-writes keeps a newer one's additions (the
+  1.0 reader did so everywhere but inside `async_lane`).
 - A value a reader would have to act on and cannot (a hosting or addressing
   it does not know) is refused with an error naming it, rather than guessed.
   A hosting it does not know is read when `invoke` names an addressing it does.
