@@ -121,3 +121,33 @@ def test_the_previous_releases_sdk_reads_what_this_version_publishes(tmp_path: P
     # The release drops the lane's keys it does not know when it writes the manifest
     # (it never does: `deploy up` of that release rebuilds it); it reads and routes it.
     assert results["laned-1.1.json"]["target_model"] == target
+
+
+def test_packaging_what_the_release_packaged_writes_its_bytes_and_the_1_1_keys(
+    tmp_path: Path,
+) -> None:
+    """The writers themselves (deploy package, the router layout): the same content
+    is the same bytes, and format 1.1 only appends `format_minor` and `invoke`."""
+    from deploy.neuron.package import package_single_model
+    from deploy.packaging import package_repository
+
+    repository = ROOT / "tests" / "fixtures" / "async_repo"  # what the fixtures were made from
+    package_repository(repository, tmp_path / "mme")
+    package_single_model(repository, tmp_path / "async", hosting="async")
+    for folder, name, invoke in (
+        (
+            "mme",
+            "multi-model.json",
+            {"addressing": "target-model-header", "max_request_bytes": 6 << 20},
+        ),
+        (
+            "async",
+            "async-package.json",
+            {"addressing": "router-parameter", "max_request_bytes": 1 << 30},
+        ),
+    ):
+        raw = (tmp_path / folder / "manifest.json").read_bytes()
+        document = json.loads(raw)
+        assert list(document)[-2:] == ["format_minor", "invoke"]
+        assert (document.pop("format_minor"), document.pop("invoke")) == (1, invoke)
+        assert (json.dumps(document, indent=2) + "\n").encode() == (GOLDEN / name).read_bytes()
