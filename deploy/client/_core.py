@@ -41,20 +41,20 @@ from deploy.client._result import InferResult
 from deploy.client._validate import check_input_names, check_outputs, check_payload, check_shape
 from deploy.client.manifest import (
     ASYNC,
+    ASYNC_MAX_REQUEST,
     MULTI_MODEL,
+    REALTIME_MAX_REQUEST,
     ROUTER,
     ROUTER_PARAMETER,
     SERVERLESS,
     AsyncLocations,
 )
 
-# SageMaker real-time InvokeEndpoint accepts at most 6 MB of payload,
-# InvokeEndpointAsync 1 GB (the request body travels through S3).
-DEFAULT_MAX_PAYLOAD = 6 * 1024 * 1024
-# Serverless endpoints take at most 4 MB per request (and response); asynchronous
-# endpoints take request bodies of up to 1 GB through S3.
-SERVERLESS_MAX_PAYLOAD = 4 * 1024 * 1024
-ASYNC_MAX_PAYLOAD = 1024**3
+# The limits of a request without a manifest (the manifest publishes its endpoint's):
+# SageMaker real-time InvokeEndpoint accepts at most 6 MB of payload, serverless
+# endpoints 4 MB, InvokeEndpointAsync 1 GB (the request body travels through S3).
+DEFAULT_MAX_PAYLOAD = REALTIME_MAX_REQUEST
+ASYNC_MAX_PAYLOAD = ASYNC_MAX_REQUEST
 log = logging.getLogger("deploy.client")
 _ARCHIVE_SUFFIX = ".tar.gz"
 
@@ -295,10 +295,11 @@ def prepare(
 ) -> Prepared:
     """Encode and check one request against its hosting mode's limit.
 
-    `max_payload_bytes` None is the mode's own limit (6 MB real-time, 4 MB
-    serverless, 1 GB asynchronous); a smaller one given applies too. A
-    real-time request over it goes to the stage's async lane when the
-    manifest names one, and is refused otherwise."""
+    `max_payload_bytes` None is the limit the manifest publishes for its
+    endpoint (6 MB real-time, 4 MB serverless, 1 GB asynchronous; 6 MB without
+    a manifest); a smaller one given applies too. A real-time request over it
+    goes to the stage's async lane when the manifest names one, and is refused
+    otherwise."""
     info = chosen.info
     rules = plan(info) if info is not None else None
     if rules is not None:
@@ -325,28 +326,29 @@ def prepare(
     parts, header_size, size = encode_parts(
         encoded, wanted, class_count=class_count, parameters=merged
     )
+    where = f"endpoint {endpoint!r}, model {chosen.model!r}"
+    published = manifest.max_request_bytes if manifest is not None else DEFAULT_MAX_PAYLOAD
     if chosen.asynchronous is not None:
-        where = f"endpoint {endpoint!r}, model {chosen.model!r}"
-        check_payload(size, max_payload_bytes or ASYNC_MAX_PAYLOAD, where, hosting=ASYNC)
+        check_payload(size, max_payload_bytes or published, where, hosting=ASYNC)
         return Prepared(chosen, parts, header_size, size, wanted)
     hosting = manifest.hosting if manifest is not None else None
     if hosting == SERVERLESS:
-        limit = min(max_payload_bytes or SERVERLESS_MAX_PAYLOAD, SERVERLESS_MAX_PAYLOAD)
+        limit = min(max_payload_bytes or published, published)
     else:
-        limit = max_payload_bytes or DEFAULT_MAX_PAYLOAD
+        limit = max_payload_bytes or published
     if size <= limit:
         return Prepared(chosen, parts, header_size, size, wanted)
-    where = f"endpoint {endpoint!r}, model {chosen.model!r}"
-    if manifest is None or manifest.async_lane is None or size > ASYNC_MAX_PAYLOAD:
+    lane = manifest.async_lane if manifest is not None else None
+    if manifest is None or lane is None or size > lane.request_limit:
+        alternative_limit = lane.request_limit if lane is not None else ASYNC_MAX_PAYLOAD
         raise PayloadTooLargeError(
             size,
             limit,
             where=where,
             hosting=hosting or (MULTI_MODEL if chosen.target_model else None),
-            alternative=ASYNC if size <= ASYNC_MAX_PAYLOAD else None,
-            alternative_limit=ASYNC_MAX_PAYLOAD,
+            alternative=ASYNC if size <= alternative_limit else None,
+            alternative_limit=alternative_limit,
         )
-    lane = manifest.async_lane
     # Checked before anything is uploaded: the lane's prefixes must be the manifest's own.
     scope = S3Scope.of(lane.locations, origin or Origin(manifest.source), "async_lane")
     name = chosen.info.name if chosen.info is not None else chosen.model
@@ -372,7 +374,7 @@ def prepare(
     parts, header_size, size = encode_parts(
         encoded, wanted, class_count=class_count, parameters=merged
     )
-    check_payload(size, ASYNC_MAX_PAYLOAD, where, hosting=ASYNC)
+    check_payload(size, lane.request_limit, where, hosting=ASYNC)
     return Prepared(laned, parts, header_size, size, wanted)
 
 

@@ -175,12 +175,8 @@ class RouterLayout:
         """The manifest as published: its archive key is the uploaded (content-named) one."""
         archive = package.archive
         assert archive is not None
-        document = dict(package.document)
-        document["archive"] = {
-            **dict(document["archive"]),
-            "key": archive.key.removeprefix(self.folder),
-        }
-        return (json.dumps(document, indent=2) + "\n").encode()
+        key = archive.key.removeprefix(self.folder)
+        return contract.dump(contract.with_archive_key(package.manifest, key))
 
     def referenced_keys(self, published: dict[str, Any] | None) -> set[str]:
         key = self.archive_key(published)

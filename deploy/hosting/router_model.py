@@ -26,7 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from deploy._files import atomic_write_bytes, with_umask
-from deploy.client.manifest import SINGLE_MODEL, Manifest, ModelInfo, TensorSpec, dump
+from deploy.client.manifest import (
+    SINGLE_MODEL,
+    Manifest,
+    ModelInfo,
+    TensorSpec,
+    dump,
+    written,
+)
 from deploy.errors import RouterError
 from deploy.repository import DEPENDENCIES_PARAMETER
 from deploy.repository.bls import literal_callees
@@ -248,7 +255,7 @@ def router_manifest(
     def tensors(items: tuple[Tensor, ...]) -> tuple[TensorSpec, ...]:
         return tuple(TensorSpec(t.name, t.datatype, t.shape) for t in items)
 
-    return Manifest(
+    manifest = Manifest(
         hosting,
         {
             model.name: ModelInfo(
@@ -268,6 +275,7 @@ def router_manifest(
         },
         router=router,
     )
+    return written(manifest)
 
 
 def single_model_manifest(

@@ -59,10 +59,7 @@ def package_notes(settings: DeploySettings, package: StagePackage) -> Sequence[s
 
     if package.archive is None:
         return ()
-    sizes = {
-        str(name): int(entry.get("bytes", 0))
-        for name, entry in (package.document.get("models") or {}).items()
-    }
+    sizes = {name: entry.bytes or 0 for name, entry in package.manifest.models.items()}
     findings = package_findings(
         sizes, package.archive.bytes, settings, settings_file=str(settings_file())
     )

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from deploy._files import atomic_write_bytes
+from deploy.client import manifest as contract
 from deploy.errors import LocalEndpointError
 from deploy.hosting import MODES, HostingMode, StoredFile, default_mode
 from deploy.lifecycle.plan import InfraSpec
@@ -364,7 +365,11 @@ class LocalProvider:
             return document
         if status == 200:
             document.update(json.loads(body))
-        manifest = json.loads(manifest_body) if manifest_status == 200 else {}
+        manifest = None
+        if manifest_status == 200:
+            # A manifest the endpoint cannot vouch for lists no models (as none at all).
+            with contextlib.suppress(contract.ManifestFormatError):
+                manifest = contract.loads(manifest_body, state.url + MANIFEST_ROUTE)
         document["models"] = _models(manifest, document.get("loaded", []))
         return document
 
@@ -398,14 +403,14 @@ class LocalProvider:
         )
 
 
-def _models(manifest: dict[str, Any], loaded: list[Any]) -> list[dict[str, Any]]:
+def _models(manifest: contract.Manifest | None, loaded: list[Any]) -> list[dict[str, Any]]:
     """Logical models (manifest order by name) with their TargetModel and load state;
     loaded TargetModels the manifest no longer names follow, with no name."""
     by_target = {m["target_model"]: m for m in loaded if isinstance(m, dict)}
     loaded_names = {m for m in loaded if isinstance(m, str)}  # single-model: model names
     rows = []
-    for name, entry in sorted((manifest.get("models") or {}).items()):
-        target = entry.get("target_model", "")
+    for name, entry in sorted((manifest.models if manifest is not None else {}).items()):
+        target = entry.target_model
         model = by_target.pop(target, None)
         rows.append(
             {

@@ -10,7 +10,6 @@ the published manifest) is asked of the `HostingMode`.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 from deploy._files import atomic_write_bytes
@@ -119,10 +118,11 @@ def bind_to_store(
             where="hosting (--hosting)",
             fix=f"deploy hosting {mode.name} to AWS",
         )
-    document = {**package.document, **mode.manifest_sections(settings, bucket)}
     path = package.manifest_path.with_name("manifest.stage.json")
-    atomic_write_bytes(path, (json.dumps(document, indent=2) + "\n").encode())
-    manifest = contract.parse(document, str(path))
+    sections = mode.manifest_sections(settings, bucket)
+    manifest = contract.parse({**package.document, **sections}, str(path))
+    atomic_write_bytes(path, contract.dump(manifest))
+    document = manifest.to_document()
     return dataclasses.replace(package, manifest=manifest, document=document, manifest_path=path)
 
 
