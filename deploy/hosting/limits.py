@@ -1,8 +1,10 @@
-"""SageMaker's request limits per hosting mode: each defined here once.
+"""SageMaker's request limits per hosting mode, as `deploy` uses them.
 
-Every module of `deploy` imports them from here (each mode carries its own
-as `HostingMode.max_payload`). The SDK (`deploy.client._core`) and the Lambda
-front door cannot import `deploy`: they keep their own copies.
+The request limits are defined once, in the manifest contract
+(`deploy.client.manifest`), which publishes them in every manifest so that the
+SDK and the front door read them from there (the Lambda carries a
+byte-for-byte copy of that module); this module names them for the rest of
+`deploy`, and each mode carries its own as `HostingMode.max_payload`.
 
 - InvokeEndpoint (real-time: multi-model and single-model endpoints) takes at
   most 6 MB of request body;
@@ -14,8 +16,16 @@ front door cannot import `deploy`: they keep their own copies.
 
 from __future__ import annotations
 
-MIB = 1024 * 1024
-REAL_TIME_MAX_PAYLOAD = 6 * MIB
-SERVERLESS_MAX_PAYLOAD = 4 * MIB
-ASYNC_MAX_PAYLOAD = 1024**3
+from deploy.client.manifest import (
+    ASYNC_MAX_REQUEST,
+    REALTIME_MAX_REQUEST,
+    SERVERLESS_MAX_REQUEST,
+)
+from deploy.client.manifest import (
+    MIB as MIB,
+)
+
+REAL_TIME_MAX_PAYLOAD = REALTIME_MAX_REQUEST
+SERVERLESS_MAX_PAYLOAD = SERVERLESS_MAX_REQUEST
+ASYNC_MAX_PAYLOAD = ASYNC_MAX_REQUEST
 MAX_TARGET_MODEL = 1024
