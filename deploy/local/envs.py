@@ -13,7 +13,9 @@ install of it).
 `pyvenv.cfg` or `deploy-env.json`; conda-pack archives name it in
 `lib/python3.X`) and, when it is not this endpoint's, copies the wheel's stub
 for it into the model folder. `library_dirs` lists the folders of the other
-versions' `libpython` for tritonserver's LD_LIBRARY_PATH.
+versions' `libpython` for tritonserver's LD_LIBRARY_PATH. A model bundled into
+a BLS archive has no folder of its own to hold a stub: the backend's stub
+(`install_stub_dispatch`) picks the one of the activated environment's Python.
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ WHEN `deploy package` builds the archive (real pip) and the local endpoint serve
 THEN the bundle holds the environment and `deps/callee.json`, the config the caller
      hands `pb_utils.load_model`, names it relative to the bundle's folder; the
      caller's answer is the mark only the wheel's module holds: the callee imported it.
-     Every copy gets it (an archive bundling `callee` twice), and two archives that
-     bundle the same `callee` keep equal bundle digests.
+     Every copy gets it (an archive bundling `callee` twice, an ensemble holding it at
+     its root and bundled in a step), and archives that bundle the same `callee` keep
+     equal bundle digests.
 
 On the old code only the first copy got the environment and the JSON config never
 named it: the bundled callee failed to import `bundledmark`, and the caller to load.
@@ -86,6 +87,21 @@ CALLER = textwrap.dedent(
 )
 
 
+ENSEMBLE = """
+name: "steps"
+platform: "ensemble"
+max_batch_size: 0
+input [{ name: "X", data_type: TYPE_FP32, dims: [1] }]
+output [{ name: "A", data_type: TYPE_STRING, dims: [1] },
+        { name: "B", data_type: TYPE_STRING, dims: [1] }]
+ensemble_scheduling { step [
+  { model_name: "callee" model_version: -1
+    input_map { key: "X" value: "X" } output_map { key: "MARK" value: "A" } },
+  { model_name: "caller" model_version: -1
+    input_map { key: "X" value: "X" } output_map { key: "MARK" value: "B" } } ] }
+"""
+
+
 def python_model(repository: Path, name: str, code: str, dependencies: str = "") -> Path:
     folder = repository / name
     (folder / "1").mkdir(parents=True)
@@ -142,23 +158,24 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]
         thread.join()
 
 
-@pytest.fixture(scope="module")
-def packaged(
-    index: tuple[str, str], tmp_path_factory: pytest.TempPathFactory
-) -> tuple[Path, dict[str, str]]:
-    """`caller` bundles `callee`; `twice` bundles `caller` and `callee` (two copies)."""
+def package(index: tuple[str, str], root: Path, *, twice: bool = False) -> dict[str, str]:
+    """`caller` bundles `callee`; with `twice`, `twice` bundles `caller` and `callee` (two
+    copies of `callee` in one archive) and the ensemble `steps` runs `callee` and `caller`
+    (a copy at its root, one bundled in `caller`). Returns each model's archive, packaged in
+    root/store."""
     url, _ = index
-    root = tmp_path_factory.mktemp("bundled-envs")
     repo = root / "repo"
     callee = python_model(repo, "callee", CALLEE)
     (callee / "requirements.txt").write_text("bundledmark==1.0\n")
     python_model(repo, "caller", LOADER + CALLER, dependencies="callee")
-    python_model(repo, "twice", LOADER + CALLER, dependencies="caller,callee")
-    store = root / "store"
+    if twice:
+        python_model(repo, "twice", LOADER + CALLER, dependencies="caller,callee")
+        (repo / "steps" / "1").mkdir(parents=True)
+        (repo / "steps" / "config.pbtxt").write_text(ENSEMBLE)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DEPLOY_CACHE_DIR", str(root / "cache"))  # this run's index: its own cache
-        result = package_repository(repo, store, index_url=url)
-    return store, {p.entry.name: p.entry.target_model for p in result.models}
+        result = package_repository(repo, root / "store", index_url=url)
+    return {p.entry.name: p.entry.target_model for p in result.models}
 
 
 def members(archive: Path) -> dict[str, bytes]:
@@ -172,33 +189,42 @@ def members(archive: Path) -> dict[str, bytes]:
 
 @pytest.mark.slow
 def test_every_bundled_copy_holds_the_environment_its_config_names(
-    packaged: tuple[Path, dict[str, str]],
+    index: tuple[str, str], tmp_path: Path
 ) -> None:
-    store, targets = packaged
-    files = members(store / targets["twice"])
-    copies = ["twice/deps/callee", "twice/deps/caller/deps/callee"]
-    envs = {files[f"{copy}/python-env.tar.gz"] for copy in copies}
+    targets = package(index, tmp_path, twice=True)
+    store = tmp_path / "store"
+    twice, steps = members(store / targets["twice"]), members(store / targets["steps"])
+    envs = set()
+    for files, copy in [
+        (twice, "twice/deps/callee"),
+        (twice, "twice/deps/caller/deps/callee"),
+        (steps, "caller/deps/callee"),
+    ]:
+        envs.add(files[f"{copy}/python-env.tar.gz"])
+        config = json.loads(files[f"{copy}.json"])  # what the caller hands load_model
+        assert config["parameters"]["EXECUTION_ENV_PATH"]["string_value"] == ENV
+        assert ENV.encode() in files[f"{copy}/config.pbtxt"]
+    # Where the model is not bundled (an ensemble's step, its own archive): its config.
+    for files, arcname in [(steps, "callee"), (members(store / targets["callee"]), "callee")]:
+        envs.add(files[f"{arcname}/python-env.tar.gz"])
+        assert ENV.encode() in files[f"{arcname}/config.pbtxt"]
     assert len(envs) == 1  # one environment, the same bytes in each copy
     with tarfile.open(fileobj=io.BytesIO(envs.pop())) as env:
         assert any(n.endswith("site-packages/bundledmark/__init__.py") for n in env.getnames())
-    for copy in copies:
-        config = json.loads(files[f"{copy}.json"])
-        assert config["parameters"]["EXECUTION_ENV_PATH"]["string_value"] == ENV
-        assert ENV.encode() in files[f"{copy}/config.pbtxt"]
-    # The callee's own archive has it too, and the bundles of `callee` stay identical.
-    assert "callee/python-env.tar.gz" in members(store / targets["callee"])
+    # Identical bundles keep equal digests, within an archive and across archives.
     manifest = json.loads((store / "manifest.json").read_text())["models"]
-    digests = {manifest[name][BUNDLES_KEY]["callee"] for name in ("caller", "twice")}
+    digests = {manifest[name][BUNDLES_KEY]["callee"] for name in ("caller", "twice", "steps")}
     assert len(digests) == 1 and "|" not in digests.pop()
 
 
 @pytest.mark.slow
 @pytest.mark.triton
 def test_the_bundled_callee_imports_what_its_environment_ships(
-    index: tuple[str, str], packaged: tuple[Path, dict[str, str]], tmp_path: Path
+    index: tuple[str, str], tmp_path: Path
 ) -> None:
     _, mark = index
-    store, targets = packaged
+    targets = package(index, tmp_path)
+    store = tmp_path / "store"
     x = {"X": np.zeros((1,), np.float32)}
     with LocalEndpoint(store, work_dir=tmp_path / "work", options=EndpointOptions()) as endpoint:
         _, outputs = invoke(runtime_client(endpoint.url), "local", targets["caller"], x)
