@@ -12,11 +12,12 @@ to the model folder, as SageMaker extracts archives wherever it likes:
 Every copy of the model in the archive gets both: the folder at the archive's
 root (the model itself, an ensemble's step) and each bundle under `deps/` of
 a BLS model that calls it (`layout`), whose `deps/<model>.json` (the config
-the caller hands `pb_utils.load_model`) names the environment too. A bundled
-model loads from the files its caller passes, which Triton writes to a folder
-of its own and makes its `$$TRITON_MODEL_DIRECTORY`; the environment is one
-of those files. Identical bundles stay identical (the same cached environment
-and config), so their digests (`bundles`) stay equal.
+the caller hands `pb_utils.load_model`) names the environment too. Triton
+writes the files the caller passes to a folder of its own and makes that the
+bundled model's `$$TRITON_MODEL_DIRECTORY`, so the caller's loader puts the
+bundle's folder in its place (`model_packages/examples/bls_addsub`). Identical
+bundles stay identical (the same cached environment and config), so their
+digests (`bundles`) stay equal.
 
 The requirements file lists specifiers only, and pip installs wheels from the
 index the user chose (`deploy.envs.requirements`, `deploy.envs.installer`).
