@@ -50,10 +50,11 @@ test-fast: install models
 	$(BIN)/pytest -q -m "not slow" tests
 
 lint: $(STAMPS)/venv
-	$(BIN)/ruff check deploy deploy_infra deploy_handlers tests bench model_packages
-	$(BIN)/ruff format --check deploy deploy_infra deploy_handlers tests bench
+	$(BIN)/ruff check deploy deploy_infra deploy_handlers tests bench model_packages tools
+	$(BIN)/ruff format --check deploy deploy_infra deploy_handlers tests bench tools
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(PY) tools/mode_names.py deploy deploy_infra
 
 format: $(STAMPS)/venv
 	$(BIN)/ruff format deploy deploy_infra deploy_handlers tests bench

@@ -231,7 +231,9 @@ class DeploySettings(BaseSettings):
     def _lane_needs_multi_model(self) -> DeploySettings:
         if not self.async_lane:
             return self
-        if self.hosting not in (None, "multi-model"):
+        from deploy.hosting import MODES
+
+        if self.hosting is not None and not MODES[self.hosting].async_lane:
             raise ValueError(
                 f"async_lane pairs a multi-model endpoint with an asynchronous one; hosting "
                 f"{self.hosting!r} has no lane: remove async_lane or use hosting multi-model"

@@ -12,6 +12,7 @@ The client SDK (`deploy.client`) keeps its own tree, separate from this one.
     ├── LocalEndpointError     the local endpoint or its tritonserver
     ├── AwsError               a call to AWS (or the moto server) failed
     ├── NeuronError            Inferentia model generation and planning
+    ├── RouterError            the router model of the one-archive layouts
     ├── BindError              `deploy bind`: a PyTriton script and what it binds
     ├── EnvBuildError          `deploy env build`: an execution environment
     └── BenchError             `deploy bench` cannot start or finish a load test
@@ -65,6 +66,10 @@ class AwsError(DeployError):
 
 class NeuronError(DeployError):
     """Inferentia model generation or NeuronCore planning failed."""
+
+
+class RouterError(DeployError):
+    """The router model of the one-archive layouts cannot be generated or packaged."""
 
 
 class BindError(DeployError):

@@ -35,6 +35,10 @@ CANARY_MAX_PERCENT = 50  # CanarySize: at most half the fleet
 LINEAR_PERCENT = (10, 50)  # LinearStepSize: 10-50% of the fleet
 _PERCENT = re.compile(r"^\s*(\d+)\s*%\s*$")
 
+# Families SageMaker runs no deployment guardrails on: it shifts all at once without
+# baking (AWS, "Deployment guardrails: Exclusions").
+NO_GUARDRAIL_FAMILIES = ("inf1",)
+
 PERCENT = "CAPACITY_PERCENT"
 INSTANCES = "INSTANCE_COUNT"
 
@@ -184,6 +188,15 @@ class TrafficPolicy:
         return f"{text}. {self.fallback}" if self.fallback else text
 
 
+def _family(instance_type: str) -> str:
+    from deploy.catalogue.instances import describe
+
+    try:
+        return describe(instance_type).family
+    except ValueError:
+        return ""
+
+
 def _amount(size: tuple[str, int]) -> str:
     kind, value = size
     return f"{value}% of the fleet" if kind == PERCENT else f"{value} instance(s)"
@@ -201,8 +214,6 @@ def policy_for(settings: DeploySettings, *, on_instances: bool = True) -> Traffi
     `on_instances`: the hosting mode runs on an instance fleet (a serverless
     endpoint does not: `HostingMode.on_instances`).
     """
-    from deploy.neuron.instances import is_inferentia
-
     rollout = settings.rollout
     asked = rollout.traffic
     own, extra = rollback_alarms(settings)
@@ -223,7 +234,7 @@ def policy_for(settings: DeploySettings, *, on_instances: bool = True) -> Traffi
                 else ""
             ),
         )
-    if is_inferentia(settings.instance_type):
+    if _family(settings.instance_type) in NO_GUARDRAIL_FAMILIES:
         return TrafficPolicy(
             "ALL_AT_ONCE",
             None,

@@ -24,9 +24,9 @@ from typing import Any
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-from deploy.client.manifest import ASYNC
 from deploy.config import DeploySettings
-from deploy.hosting import async_lane, mode_for
+from deploy.hosting import HostingMode, async_lane, mode_for
+from deploy.hosting.router import RouterLayout
 from deploy.hosting.rules import keeps_an_instance
 from deploy_infra.errors import InfraConfigError
 from deploy_infra.instances import instance_spec
@@ -59,9 +59,9 @@ def build_app(
 ) -> StageApp:
     """Compose the stage's stacks in `app` (a new one writing to `outdir` if not given)."""
     mode = mode_for(settings)
-    if mode.name != ASYNC:
+    if not mode.scales_to_zero:
         keeps_an_instance(settings)  # only asynchronous endpoints scale to zero
-    endpoint_stack = endpoint_stack_for(mode.name, settings.instance_type)
+    endpoint_stack = endpoint_stack_for(mode, settings.instance_type)
     if app is None:
         app = cdk.App(outdir=str(outdir) if outdir is not None else None, context=_pinned_context())
     env = cdk.Environment(
@@ -111,7 +111,7 @@ def build_app(
     stacks["endpoint"] = endpoint
     if settings.async_lane:
         lane = async_lane.lane_settings(settings)
-        stacks[async_lane.COMPONENT] = AsyncEndpointStack(
+        stacks[async_lane.COMPONENT] = ENDPOINT_STACKS[async_lane.MODE.endpoint_stack](
             app,
             settings.stack_name(async_lane.COMPONENT),
             settings=lane,
@@ -140,32 +140,34 @@ def build_app(
     return StageApp(app, stacks)
 
 
-# The endpoint stack each hosting mode synthesizes (`HostingMode.endpoint_stack`); a
-# mode without a network stack (`HostingMode.network`) gets no `network=` argument.
+# The endpoint stack class of each key a hosting mode names (`HostingMode.endpoint_stack`);
+# a mode without a network stack (`HostingMode.network`) gets no `network=` argument.
 ENDPOINT_STACKS: dict[str, Callable[..., cdk.Stack]] = {
-    "multi-model": EndpointStack,
-    "single-model": SingleModelEndpointStack,
-    "serverless": ServerlessEndpointStack,
-    "async": AsyncEndpointStack,
+    "endpoint": EndpointStack,
+    "single-model-endpoint": SingleModelEndpointStack,
+    "serverless-endpoint": ServerlessEndpointStack,
+    "async-endpoint": AsyncEndpointStack,
 }
 
 
-def endpoint_stack_for(hosting: str, instance_type: str) -> Callable[..., cdk.Stack]:
+def endpoint_stack_for(mode: HostingMode, instance_type: str) -> Callable[..., cdk.Stack]:
     """The endpoint stack class of a hosting mode, after the instance checks that fail
     before any construct exists."""
+    from deploy.hosting import MODES
     from deploy.neuron.instances import is_inferentia, neuron_cores
 
-    stack = ENDPOINT_STACKS.get(hosting)
+    stack = ENDPOINT_STACKS.get(mode.endpoint_stack)
     if stack is None:
+        served = [name for name, each in MODES.items() if each.endpoint_stack in ENDPOINT_STACKS]
         raise InfraConfigError(
-            f"hosting {hosting!r} has no endpoint stack in this version",
+            f"hosting {mode.name!r} has no endpoint stack in this version",
             where="hosting",
-            fix=f"use hosting {' or '.join(ENDPOINT_STACKS)}",
+            fix=f"use hosting {' or '.join(served)}",
         )
-    if hosting == "serverless":
+    if not mode.on_instances:
         cpu_instance_spec(instance_type)  # it picks the (CPU) image
-    elif hosting != "multi-model" and is_inferentia(instance_type):
-        neuron_cores(instance_type)  # an unknown inf1 size fails here
+    elif isinstance(mode.layout, RouterLayout) and is_inferentia(instance_type):
+        neuron_cores(instance_type)  # an unknown inf1 size fails here (the router serves inf1)
     else:
         instance_spec(instance_type)
     return stack

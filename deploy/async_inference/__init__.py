@@ -4,7 +4,6 @@ the limits of the mode. Shared by the local endpoint, the CDK stack and
 nothing else of ours)."""
 
 from deploy.async_inference.layout import (
-    ASYNC_MAX_PAYLOAD,
     DEFAULT_INVOCATION_TIMEOUT_S,
     AsyncLocations,
     failure_key,
@@ -14,7 +13,6 @@ from deploy.async_inference.layout import (
 )
 
 __all__ = [
-    "ASYNC_MAX_PAYLOAD",
     "DEFAULT_INVOCATION_TIMEOUT_S",
     "AsyncLocations",
     "failure_key",

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from deploy.errors import ConfigError
 
 # docs.aws.amazon.com/sagemaker/latest/dg/async-inference.html: payloads up to
-# 1 GB, processing up to one hour; InvocationTimeoutSeconds defaults to 900.
-ASYNC_MAX_PAYLOAD = 1024**3
+# 1 GB (deploy.hosting.limits), processing up to one hour; InvocationTimeoutSeconds
+# defaults to 900.
 MAX_INVOCATION_TIMEOUT_S = 3600
 DEFAULT_INVOCATION_TIMEOUT_S = 900
 MIN_REQUEST_TTL_S = 60

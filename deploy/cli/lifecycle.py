@@ -160,7 +160,7 @@ def _up_local(
         prepare_runtime()  # the C compiler, then tritonserver (fetched here, on first use)
     from deploy.cli.output import console, emit_json, interactive
     from deploy.config import load_settings
-    from deploy.hosting import mode_named
+    from deploy.hosting import default_mode, mode_named
     from deploy.lifecycle.local_provider import LocalProvider
     from deploy.lifecycle.progress import reporter
     from deploy.lifecycle.render import render_plan
@@ -172,10 +172,11 @@ def _up_local(
         stage=stage, repository=repository, package_dir=package_dir, endpoint_name=endpoint_name
     )
     # The instance type applies to AWS only, so it implies no mode here: --hosting, else
-    # the stage's `hosting` setting, else multi-model.
-    mode = mode_named(hosting or settings.hosting or "multi-model")
+    # the stage's `hosting` setting, else the default mode.
+    mode = mode_named(hosting or settings.hosting or default_mode().name)
     provider = LocalProvider(
         endpoint_name,
+        mode=mode,
         port=port if port is not None else settings.local_port,
         start_timeout_s=timeout,
     )

@@ -21,10 +21,6 @@ def register(app: typer.Typer) -> None:
     app.command("fetch-triton")(fetch_triton)
 
 
-# The hosting modes `deploy serve` runs on this machine (deploy.hosting names them all).
-SERVED_HOSTINGS = ("multi-model", "single-model", "async")
-
-
 def _note_image_differences(triton_version: str) -> None:
     """Say what the stage's SageMaker image does that the local tritonserver does not."""
     import logging
@@ -65,7 +61,11 @@ def serve(
     max_loaded_mb: int | None = typer.Option(
         None, "--max-loaded-mb", min=1, help="Evict LRU models beyond this many MB on disk."
     ),
-    max_payload_mb: float = typer.Option(6.0, "--max-payload-mb", help="Request size limit."),
+    max_payload_mb: float | None = typer.Option(
+        None,
+        "--max-payload-mb",
+        help="Request size limit (default: SageMaker's real-time limit, 6 MB).",
+    ),
     max_connections: int = typer.Option(
         ConnectionLimits.max_connections,
         "--max-connections",
@@ -187,19 +187,26 @@ def serve(
 
     require("local")
     from deploy.local.endpoint import EndpointOptions
-    from deploy.local.serve import is_store, serve_forever
+    from deploy.local.serve import is_store
 
     if profile is not None:
         if not store.startswith("s3://"):
             reject(ctx, {"profile": "--profile"}, because="to a store on this machine")
         # What boto3 reads for the store's S3 client, as `AWS_PROFILE=... deploy serve`.
         os.environ["AWS_PROFILE"] = profile
-    if mode not in SERVED_HOSTINGS:
+    from deploy.hosting import MODES
+    from deploy.hosting.limits import MIB, REAL_TIME_MAX_PAYLOAD
+
+    served = [name for name, each in MODES.items() if each.local is not None]
+    hosting = MODES.get(mode)
+    if hosting is None or hosting.local is None:
         raise typer.BadParameter(
-            f"{mode!r}: this version serves {' or '.join(SERVED_HOSTINGS)} locally",
+            f"{mode!r}: this version serves {' or '.join(served)} locally",
             param_hint="--hosting/--mode",
         )
-    if mode != "async":
+    local = hosting.local
+    if not local.through_s3:
+        through_s3 = " or ".join(n for n, m in MODES.items() if m.local and m.local.through_s3)
         reject(
             ctx,
             {
@@ -208,15 +215,15 @@ def serve(
                 "async_input": "--async-input",
                 "async_max_queued": "--async-max-queued",
             },
-            because=f"to --hosting {mode}; they apply to --hosting async",
+            because=f"to --hosting {mode}; they apply to --hosting {through_s3}",
         )
     elif async_output is None:
         raise typer.BadParameter(
-            "--hosting async needs the S3 prefix for requests and answers, e.g. "
+            f"--hosting {mode} needs the S3 prefix for requests and answers, e.g. "
             "--async-output s3://my-bucket/async/",
             param_hint="--async-output",
         )
-    if mode in ("single-model", "async"):
+    if local.router:
         reject(
             ctx,
             {
@@ -250,7 +257,7 @@ def serve(
         port=port if port is not None else load_settings().local_port,
         max_models=max_loaded_models,
         max_bytes=max_loaded_mb * 1024 * 1024 if max_loaded_mb else None,
-        max_payload=int(max_payload_mb * 1024 * 1024),
+        max_payload=int(max_payload_mb * MIB) if max_payload_mb else REAL_TIME_MAX_PAYLOAD,
         max_archive_bytes=max_archive_mb * 1024 * 1024,
         verbose=verbose,
         auto_complete_config=auto_complete_config,
@@ -262,28 +269,21 @@ def serve(
         ),
         triton_clients=_clients(triton_clients),
     )
-    if mode == "async":
-        from deploy.async_inference import AsyncLocations
-        from deploy.local.async_endpoint import serve_async_forever
-        from deploy.local.async_invocations import input_prefix
+    from deploy.local.modes import ServeRequest, serve_mode
 
-        assert async_output is not None  # checked above
-        serve_async_forever(
+    serve_mode(
+        hosting,
+        ServeRequest(
             store,
             options,
-            AsyncLocations.under(async_output),
-            max_concurrent=async_max_concurrent,
-            input_prefixes=tuple(input_prefix(url) for url in async_input or ()),
-            max_queued=async_max_queued,
             state_dir=state_dir,
-        )
-        return
-    if mode == "single-model":
-        from deploy.local.single_model import serve_single_model_forever
-
-        serve_single_model_forever(Path(store), options, state_dir=state_dir)
-        return
-    serve_forever(store, options, package_dir=package_dir, state_dir=state_dir)
+            package_dir=package_dir,
+            async_output=async_output,
+            async_inputs=tuple(async_input or ()),
+            async_max_concurrent=async_max_concurrent,
+            async_max_queued=async_max_queued,
+        ),
+    )
 
 
 def _clients(value: str) -> Clients:

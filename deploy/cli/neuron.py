@@ -162,7 +162,7 @@ def router(
 ) -> None:
     """Write the router model that serves every model of REPOSITORY on one endpoint."""
     from deploy.cli.output import console, emit_json
-    from deploy.neuron.router import read_models, write_manifest, write_router
+    from deploy.hosting.router_model import read_models, write_manifest, write_router
 
     routed = sorted(model.name for model in read_models(repository, exclude=[name]))
     folder = write_router(repository, name=name, instances=instances)
@@ -215,7 +215,7 @@ def package(
 ) -> None:
     """Package every model plus the router as one single-model archive (ModelDataUrl)."""
     from deploy.cli.output import console, emit_json
-    from deploy.neuron.package import ARCHIVE_NAME, package_single_model
+    from deploy.hosting.router_archive import ARCHIVE_NAME, package_single_model
     from deploy.neuron.planning import repository_core_ranges, require_core_plan
 
     if instance_type is not None:

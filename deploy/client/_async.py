@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 from deploy.client._async_inference import AsyncInferenceOptions, AsyncPendingInference
-from deploy.client._core import Prepared, finish, prepare, route
+from deploy.client._core import Prepared, finish, prepare
 from deploy.client._discovery import ManifestSource
 from deploy.client._errors import (
     EndpointError,
@@ -168,7 +168,9 @@ class AsyncEndpoint:
             await asyncio.to_thread(self._manifest.get, self._sync.discovery_timeout)
         manifest = self._manifest.get()
         origin = self._manifest.origin
-        chosen = route(model, target_model, manifest, self._manifest.reason, origin)
+        chosen = self._sync._routes.get(
+            model, target_model, manifest, self._manifest.reason, origin
+        )
         return prepare(
             chosen,
             inputs,

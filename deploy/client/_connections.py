@@ -7,15 +7,23 @@ host only, so it keeps `http.client` connections in a small LIFO pool of its
 own. The sockets are `DeadlineTransport`'s: every blocking operation stops
 at the calling thread's deadline. Failures raise botocore's exceptions, as
 `DeadlineTransport.urlopen` does, so both transports fail alike.
+
+`send` writes a request whose head the caller built once (`head_prefix` and
+`header_line` check what `http.client` checks) and whose body is a list of
+pieces, written as they are: `http.client`'s per-call header handling costs
+as much CPU as a small call's encoding and decoding together, and joining a
+large body into one `bytes` first would copy it. Answers are read by
+`http.client` either way.
 """
 
 from __future__ import annotations
 
 import http.client
+import re
 import socket
 import ssl
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from botocore.exceptions import (
@@ -34,6 +42,24 @@ from deploy.client._transport import _adopt, _DeadlineSSLSocket
 
 def _connect(address: tuple[str, int], timeout: Any = None, source: Any = None) -> socket.socket:
     return _adopt(socket.create_connection(address, timeout, source))
+
+
+# Bodies up to this size go out in one write with the head (one small copy); larger
+# ones after it, from the caller's buffers.
+_JOIN_BELOW = 64 * 1024
+_CONTROL = re.compile(rb"[\x00-\x1f\x7f]")
+
+
+def header_line(name: str, value: str) -> bytes | None:
+    """`Name: value\r\n` as `http.client.putheader` would send it; None where it would
+    refuse the value (the caller then sends through `request`, which raises as before)."""
+    try:
+        encoded = value.encode("latin-1")
+    except UnicodeEncodeError:
+        return None
+    if _CONTROL.search(encoded):  # stricter than http.client: no control byte at all
+        return None
+    return name.encode("ascii") + b": " + encoded + b"\r\n"
 
 
 class BodyTooLargeError(Exception):
@@ -68,6 +94,28 @@ class Connections:
             self._context = ssl.create_default_context(cafile=ca_bundle or get_cert_path(True))
             self._context.sslsocket_class = _DeadlineSSLSocket
         self._idle: deque[http.client.HTTPConnection] = deque()
+        self.head_prefix = self._head_prefix()
+
+    def _head_prefix(self) -> bytes | None:
+        """`POST <path> HTTP/1.1`, `Host` and `Accept-Encoding` as `http.client`
+        writes them for this URL; None if it would refuse the path or the host."""
+        # http.client's own reading of host and port (brackets dropped, port split off).
+        probe = http.client.HTTPConnection(self.host, self.port)
+        default = http.client.HTTPS_PORT if self.tls else http.client.HTTP_PORT
+        try:
+            host = probe.host.encode("ascii")
+            path = self.path.encode("ascii")
+        except UnicodeEncodeError:
+            return None
+        if _CONTROL.search(host + path) or b" " in host + path or not path.startswith(b"/"):
+            return None
+        if ":" in probe.host:
+            host = b"[" + host + b"]"
+        if probe.port != default:
+            host += b":%d" % probe.port
+        return (
+            b"POST " + path + b" HTTP/1.1\r\nHost: " + host + b"\r\nAccept-Encoding: identity\r\n"
+        )
 
     def _new(self, left: float) -> http.client.HTTPConnection:
         timeout = min(self.connect_timeout, max(left, 0.001))
@@ -118,10 +166,47 @@ class Connections:
     ) -> tuple[int, http.client.HTTPMessage, bytes]:
         """Status, headers and the whole body of one exchange; a body over
         `max_bytes` raises `BodyTooLargeError`, unread past that limit."""
+
+        def exchange(connection: http.client.HTTPConnection) -> http.client.HTTPResponse:
+            connection.request(method, self.path, body, dict(headers))
+            return connection.getresponse()
+
+        return self._exchange(exchange, left, max_bytes)
+
+    def send(
+        self, head: bytes, parts: Sequence[bytes | memoryview], size: int, left: float
+    ) -> tuple[int, http.client.HTTPMessage, bytes]:
+        """`request` for a head built beforehand (it starts with `head_prefix` and
+        ends with the blank line) and a body of `size` bytes in `parts`."""
+
+        def exchange(connection: http.client.HTTPConnection) -> http.client.HTTPResponse:
+            sock = connection.sock
+            assert sock is not None
+            if size < _JOIN_BELOW:
+                sock.sendall(b"".join([head, *parts]))
+            else:
+                sock.sendall(head)
+                for part in parts:
+                    sock.sendall(part)
+            response = http.client.HTTPResponse(sock, method="POST")
+            try:
+                response.begin()
+            except BaseException:
+                response.close()
+                raise
+            return response
+
+        return self._exchange(exchange, left, None)
+
+    def _exchange(
+        self,
+        exchange: Callable[[http.client.HTTPConnection], http.client.HTTPResponse],
+        left: float,
+        max_bytes: int | None,
+    ) -> tuple[int, http.client.HTTPMessage, bytes]:
         connection = self._take(left)
         try:
-            connection.request(method, self.path, body, dict(headers))
-            response = connection.getresponse()
+            response = exchange(connection)
             try:
                 data = response.read() if max_bytes is None else _read_at_most(response, max_bytes)
             except BaseException:

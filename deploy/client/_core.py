@@ -2,6 +2,11 @@
 and checking the request, and turning a response body into an `InferResult`.
 
 No I/O happens here (the manifest is found by `deploy.client._discovery`).
+This runs on every call, so what follows from a model's manifest entry alone
+(its input names, each input's dtype and shape rule, the outputs a response
+must hold) is worked out once per `ModelInfo` (`_Plan`), and an array that
+already has the declared dtype and layout is taken as it is; anything else
+goes through the general checks, which raise the errors.
 """
 
 from __future__ import annotations
@@ -11,34 +16,45 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from deploy.client._codec import EncodedRequest, decode_response, encode_input, encode_request
+import numpy as np
+
+from deploy.client._codec import (
+    BINARY_CONTENT_TYPE,
+    Buffer,
+    EncodedInput,
+    EncodedRequest,
+    decode_response,
+    encode_input,
+    encode_parts,
+)
 from deploy.client._discovery import ENDPOINT_MANIFEST_PATH as ENDPOINT_MANIFEST_PATH
+from deploy.client._dtypes import FIXED_DTYPES
 from deploy.client._errors import (
     ManifestError,
     ModelNotFoundError,
     PayloadTooLargeError,
     ResponseFormatError,
 )
-from deploy.client._manifest import Manifest, ModelInfo
+from deploy.client._manifest import Manifest, ModelInfo, TensorSpec
 from deploy.client._ownership import Origin, S3Scope
 from deploy.client._result import InferResult
 from deploy.client._validate import check_input_names, check_outputs, check_payload, check_shape
 from deploy.client.manifest import (
     ASYNC,
+    ASYNC_MAX_REQUEST,
     MULTI_MODEL,
+    REALTIME_MAX_REQUEST,
     ROUTER,
     ROUTER_PARAMETER,
     SERVERLESS,
     AsyncLocations,
 )
 
-# SageMaker real-time InvokeEndpoint accepts at most 6 MB of payload,
-# InvokeEndpointAsync 1 GB (the request body travels through S3).
-DEFAULT_MAX_PAYLOAD = 6 * 1024 * 1024
-# Serverless endpoints take at most 4 MB per request (and response); asynchronous
-# endpoints take request bodies of up to 1 GB through S3.
-SERVERLESS_MAX_PAYLOAD = 4 * 1024 * 1024
-ASYNC_MAX_PAYLOAD = 1024**3
+# The limits of a request without a manifest (the manifest publishes its endpoint's):
+# SageMaker real-time InvokeEndpoint accepts at most 6 MB of payload, serverless
+# endpoints 4 MB, InvokeEndpointAsync 1 GB (the request body travels through S3).
+DEFAULT_MAX_PAYLOAD = REALTIME_MAX_REQUEST
+ASYNC_MAX_PAYLOAD = ASYNC_MAX_REQUEST
 log = logging.getLogger("deploy.client")
 _ARCHIVE_SUFFIX = ".tar.gz"
 
@@ -76,11 +92,115 @@ class Route:
     asynchronous: AsyncTarget | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class Prepared:
-    route: Route
-    request: EncodedRequest
+    """A request ready to send: the body's pieces (`parts`: the JSON header, then
+    views of the input arrays), joined into `request` only where a whole body
+    is needed (signing, boto3, S3)."""
+
+    __slots__ = ("_request", "header_size", "outputs", "parts", "route", "size")
+
+    def __init__(
+        self,
+        route: Route,
+        parts: list[Buffer],
+        header_size: int,
+        size: int,
+        outputs: tuple[str, ...],
+    ) -> None:
+        self.route = route
+        self.parts = parts
+        self.header_size = header_size
+        self.size = size
+        self.outputs = outputs
+        self._request: EncodedRequest | None = None
+
+    @property
+    def request(self) -> EncodedRequest:
+        """The body as one `bytes` (joined on first use)."""
+        if self._request is None:
+            self._request = EncodedRequest(b"".join(self.parts), self.header_size)
+        return self._request
+
+    @property
+    def content_type(self) -> str:
+        return f"{BINARY_CONTENT_TYPE};json-header-size={self.header_size}"
+
+
+@dataclass(frozen=True, slots=True)
+class _InputRule:
+    """One declared input: the dtype an array may be sent as unchanged, and its shape rule."""
+
+    spec: TensorSpec
+    dtype: np.dtype[Any] | None  # None: BYTES and BF16 always take the general path
+    ndim: int
+    fixed: tuple[tuple[int, int], ...]  # (axis, size) for every axis not -1
+    max_batch: int  # 0: no batch dimension
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What a model's manifest entry says about every request, worked out once."""
+
+    info: ModelInfo
+    declared: frozenset[str]
+    required: frozenset[str]
+    rules: dict[str, _InputRule]
+    answered: tuple[str, ...]  # outputs every response holds (not optional)
     outputs: tuple[str, ...]
+
+
+def _plan_of(info: ModelInfo) -> _Plan:
+    rules = {}
+    batch = info.max_batch_size
+    for spec in info.inputs:
+        declared = ((-1,) if batch > 0 else ()) + tuple(spec.shape)
+        fixed = tuple((axis, size) for axis, size in enumerate(declared) if size != -1)
+        dtype = FIXED_DTYPES.get(spec.datatype) if spec.datatype != "BF16" else None
+        rules[spec.name] = _InputRule(spec, dtype, len(declared), fixed, max(batch, 0))
+    return _Plan(
+        info,
+        frozenset(spec.name for spec in info.inputs),
+        frozenset(spec.name for spec in info.inputs if not spec.optional),
+        rules,
+        tuple(spec.name for spec in info.outputs if not spec.optional),
+        tuple(spec.name for spec in info.outputs),
+    )
+
+
+# By the ModelInfo's identity (it is frozen); the entry keeps it alive, so an id is
+# never reused while it is here. A re-read manifest brings new ModelInfos: the
+# cache is emptied when it grows past this.
+_PLANS: dict[int, _Plan] = {}
+_MAX_PLANS = 256
+
+
+def plan(info: ModelInfo) -> _Plan:
+    """The worked-out checks for `info` (cached)."""
+    found = _PLANS.get(id(info))
+    if found is not None and found.info is info:
+        return found
+    made = _plan_of(info)
+    if len(_PLANS) >= _MAX_PLANS:
+        _PLANS.clear()
+    _PLANS[id(info)] = made
+    return made
+
+
+def _as_declared(rule: _InputRule, name: str, value: Any) -> EncodedInput | None:
+    """`value` as it is, when it is an array of the declared dtype, contiguous and
+    shaped as declared; None sends it through the general checks."""
+    if type(value) is not np.ndarray or value.dtype != rule.dtype:
+        return None
+    shape = value.shape
+    if len(shape) != rule.ndim or not value.flags.c_contiguous or not value.size:
+        return None
+    if rule.max_batch and not 1 <= shape[0] <= rule.max_batch:
+        return None
+    for axis, size in rule.fixed:
+        if shape[axis] != size:
+            return None
+    view = value.data.cast("B") if value.ndim else value.reshape(-1).data.cast("B")
+    return EncodedInput(name, rule.spec.datatype, shape, [view], view.nbytes)
 
 
 def route(
@@ -132,6 +252,35 @@ def route(
     )
 
 
+class Routes:
+    """`route`'s answers for one endpoint, each kept with the manifest (and the
+    origin) it came from: a re-read manifest is routed afresh."""
+
+    __slots__ = ("_known",)
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, str | None], tuple[Manifest, Origin | None, Route]] = {}
+
+    def get(
+        self,
+        model: str,
+        target_model: str | None,
+        manifest: Manifest | None,
+        reason: str | None,
+        origin: Origin | None = None,
+    ) -> Route:
+        key = (model, target_model)
+        found = self._known.get(key)
+        if found is not None and found[0] is manifest and found[1] is origin:
+            return found[2]
+        chosen = route(model, target_model, manifest, reason, origin)
+        if manifest is not None:  # without one, a later manifest may resolve it
+            if len(self._known) >= 256:
+                self._known.clear()
+            self._known[key] = (manifest, origin, chosen)
+        return chosen
+
+
 def prepare(
     chosen: Route,
     inputs: Mapping[str, Any],
@@ -146,49 +295,60 @@ def prepare(
 ) -> Prepared:
     """Encode and check one request against its hosting mode's limit.
 
-    `max_payload_bytes` None is the mode's own limit (6 MB real-time, 4 MB
-    serverless, 1 GB asynchronous); a smaller one given applies too. A
-    real-time request over it goes to the stage's async lane when the
-    manifest names one, and is refused otherwise."""
+    `max_payload_bytes` None is the limit the manifest publishes for its
+    endpoint (6 MB real-time, 4 MB serverless, 1 GB asynchronous; 6 MB without
+    a manifest); a smaller one given applies too. A real-time request over it
+    goes to the stage's async lane when the manifest names one, and is refused
+    otherwise."""
     info = chosen.info
-    if info is not None:
-        check_input_names(info, inputs.keys())
+    rules = plan(info) if info is not None else None
+    if rules is not None:
+        keys = inputs.keys()
+        if not (keys <= rules.declared and rules.required <= keys):
+            check_input_names(rules.info, keys)
     encoded = []
     for name, value in inputs.items():
-        spec = info.input(name) if info is not None else None
-        item = encode_input(name, value, spec.datatype if spec is not None else None)
-        if info is not None and spec is not None:
-            check_shape(info, spec, item)
+        rule = rules.rules.get(name) if rules is not None else None
+        item = _as_declared(rule, name, value) if rule is not None else None
+        if item is None:
+            spec = rule.spec if rule is not None else None
+            item = encode_input(name, value, spec.datatype if spec is not None else None)
+            if rules is not None and spec is not None:
+                check_shape(rules.info, spec, item)
         encoded.append(item)
     wanted = tuple(outputs) if outputs is not None else ()
-    if info is not None:
-        check_outputs(info, wanted)
+    if rules is not None:
+        if wanted:
+            check_outputs(rules.info, wanted)
         if class_count is not None and not wanted:
-            wanted = tuple(spec.name for spec in info.outputs)
-    merged = {**(parameters or {}), **chosen.parameters}
-    request = encode_request(encoded, wanted, class_count=class_count, parameters=merged)
+            wanted = rules.outputs
+    merged = {**parameters, **chosen.parameters} if parameters else chosen.parameters
+    parts, header_size, size = encode_parts(
+        encoded, wanted, class_count=class_count, parameters=merged
+    )
     where = f"endpoint {endpoint!r}, model {chosen.model!r}"
-    hosting = manifest.hosting if manifest is not None else None
-    size = len(request.body)
+    published = manifest.max_request_bytes if manifest is not None else DEFAULT_MAX_PAYLOAD
     if chosen.asynchronous is not None:
-        check_payload(size, max_payload_bytes or ASYNC_MAX_PAYLOAD, where, hosting=ASYNC)
-        return Prepared(chosen, request, wanted)
+        check_payload(size, max_payload_bytes or published, where, hosting=ASYNC)
+        return Prepared(chosen, parts, header_size, size, wanted)
+    hosting = manifest.hosting if manifest is not None else None
     if hosting == SERVERLESS:
-        limit = min(max_payload_bytes or SERVERLESS_MAX_PAYLOAD, SERVERLESS_MAX_PAYLOAD)
+        limit = min(max_payload_bytes or published, published)
     else:
-        limit = max_payload_bytes or DEFAULT_MAX_PAYLOAD
+        limit = max_payload_bytes or published
     if size <= limit:
-        return Prepared(chosen, request, wanted)
-    if manifest is None or manifest.async_lane is None or size > ASYNC_MAX_PAYLOAD:
+        return Prepared(chosen, parts, header_size, size, wanted)
+    lane = manifest.async_lane if manifest is not None else None
+    if manifest is None or lane is None or size > lane.request_limit:
+        alternative_limit = lane.request_limit if lane is not None else ASYNC_MAX_PAYLOAD
         raise PayloadTooLargeError(
             size,
             limit,
             where=where,
             hosting=hosting or (MULTI_MODEL if chosen.target_model else None),
-            alternative=ASYNC if size <= ASYNC_MAX_PAYLOAD else None,
-            alternative_limit=ASYNC_MAX_PAYLOAD,
+            alternative=ASYNC if size <= alternative_limit else None,
+            alternative_limit=alternative_limit,
         )
-    lane = manifest.async_lane
     # Checked before anything is uploaded: the lane's prefixes must be the manifest's own.
     scope = S3Scope.of(lane.locations, origin or Origin(manifest.source), "async_lane")
     name = chosen.info.name if chosen.info is not None else chosen.model
@@ -209,11 +369,13 @@ def prepare(
         lane.endpoint_name,
         scope.url(scope.input_prefix),
     )
-    del request  # the router needs the model named in the request: encode again
+    del parts  # the router needs the model named in the request: encode again
     merged = {**(parameters or {}), **laned.parameters}
-    request = encode_request(encoded, wanted, class_count=class_count, parameters=merged)
-    check_payload(len(request.body), ASYNC_MAX_PAYLOAD, where, hosting=ASYNC)
-    return Prepared(laned, request, wanted)
+    parts, header_size, size = encode_parts(
+        encoded, wanted, class_count=class_count, parameters=merged
+    )
+    check_payload(size, lane.request_limit, where, hosting=ASYNC)
+    return Prepared(laned, parts, header_size, size, wanted)
 
 
 def finish(prepared: Prepared, body: bytes, content_type: str | None) -> InferResult:
@@ -222,11 +384,7 @@ def finish(prepared: Prepared, body: bytes, content_type: str | None) -> InferRe
     chosen = prepared.route
     # Asked for by name: each must come back. Otherwise every output the model always
     # answers (an output marked optional may be left out, with the inputs it depends on).
-    expected = prepared.outputs or (
-        tuple(spec.name for spec in chosen.info.outputs if not spec.optional)
-        if chosen.info is not None
-        else ()
-    )
+    expected = prepared.outputs or (plan(chosen.info).answered if chosen.info is not None else ())
     missing = [name for name in expected if name not in decoded.outputs]
     if missing:
         raise ResponseFormatError(

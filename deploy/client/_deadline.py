@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 _state = threading.local()
 
@@ -19,16 +17,24 @@ class DeadlineExceededError(TimeoutError):
     """The call's deadline passed (urllib3 reads it as a socket timeout)."""
 
 
-@contextmanager
-def deadline(seconds: float) -> Iterator[None]:
-    """Bound every socket operation of this thread's calls inside the block."""
-    outer = getattr(_state, "at", None)
-    at = time.monotonic() + seconds
-    _state.at = at if outer is None else min(at, outer)
-    try:
-        yield
-    finally:
-        _state.at = outer
+class deadline:  # noqa: N801 - used as a function: `with deadline(seconds):`
+    """Bound every socket operation of this thread's calls inside the block.
+
+    A class rather than a generator-based context manager: it runs on every call."""
+
+    __slots__ = ("_at", "_outer")
+
+    def __init__(self, seconds: float) -> None:
+        self._at = time.monotonic() + seconds
+        self._outer: float | None = None
+
+    def __enter__(self) -> None:
+        outer: float | None = getattr(_state, "at", None)
+        self._outer = outer
+        _state.at = self._at if outer is None else min(self._at, outer)
+
+    def __exit__(self, *exc: object) -> None:
+        _state.at = self._outer
 
 
 def remaining() -> float | None:

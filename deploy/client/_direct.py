@@ -11,15 +11,19 @@ credentials come from a botocore client made once, so endpoint resolution is
 botocore's.
 
 InvokeEndpoint's model does not turn payload signing off, so a signed request
-hashes its body (SigV4), as botocore does.
+hashes its body (SigV4), as botocore does. An unsigned request (the local
+endpoint) is written from a head built here, byte for byte what
+`http.client` would write, with the parts that stay the same made once per
+target model, and a body in pieces, never joined (`send`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
-from deploy.client._connections import Connections
+from deploy.client._connections import Connections, header_line
 
 SIGNING_NAME = "sagemaker"
 # botocore's names for InvokeEndpoint's header members (service model 2017-05-13).
@@ -59,6 +63,9 @@ class DirectInvoker:
         self.user_agent = user_agent
         self._auth = SigV4Auth
         self._request = AWSRequest
+        self._agent_line = header_line("User-Agent", user_agent)
+        # The head's fixed start per target model (None: send through `invoke`).
+        self._heads: dict[str | None, bytes | None] = {}
 
     def headers(
         self,
@@ -104,11 +111,54 @@ class DirectInvoker:
         """
         headers = self.headers(body, content_type, target_model=target_model)
         status, answer_headers, data = self.connections.request("POST", body, headers, left)
-        length = answer_headers.get("Content-Length")
-        if status < 300 and length is not None and int(length) != len(data):
-            # botocore's check on a payload it reads (a Content-Length that is not
-            # a number raises ValueError there too).
-            from botocore.exceptions import IncompleteReadError
+        return _checked(status, answer_headers, data)
 
-            raise IncompleteReadError(actual_bytes=len(data), expected_bytes=int(length))
-        return status, answer_headers, data
+    def send(
+        self,
+        parts: Sequence[bytes | memoryview],
+        size: int,
+        content_type: str,
+        left: float,
+        *,
+        target_model: str | None = None,
+    ) -> tuple[int, Any, bytes]:
+        """`invoke` with the body in pieces (`size` bytes in all): unsigned, they go
+        to the socket as they are; signed, they are joined (SigV4 hashes the body)."""
+        start = self._head_start(target_model) if self.credentials is None else None
+        if start is None:
+            return self.invoke(b"".join(parts), content_type, left, target_model=target_model)
+        head = b"%sContent-Length: %d\r\nContent-Type: %s\r\n%s\r\n" % (
+            self.connections.head_prefix,
+            size,
+            content_type.encode("latin-1"),
+            start,
+        )
+        status, answer_headers, data = self.connections.send(head, parts, size, left)
+        return _checked(status, answer_headers, data)
+
+    def _head_start(self, target_model: str | None) -> bytes | None:
+        """The header lines after Content-Type (the target model, User-Agent), in the
+        order `headers` gives them; None where http.client must check them."""
+        try:
+            return self._heads[target_model]
+        except KeyError:
+            pass
+        lines: bytes | None = None
+        target = b"" if target_model is None else header_line(TARGET_MODEL, target_model)
+        if self.connections.head_prefix is not None and target is not None and self._agent_line:
+            lines = target + self._agent_line
+        if len(self._heads) > 64:  # many target models: keep the most recent few
+            self._heads.clear()
+        self._heads[target_model] = lines
+        return lines
+
+
+def _checked(status: int, answer_headers: Any, data: bytes) -> tuple[int, Any, bytes]:
+    length = answer_headers.get("Content-Length")
+    if status < 300 and length is not None and int(length) != len(data):
+        # botocore's check on a payload it reads (a Content-Length that is not
+        # a number raises ValueError there too).
+        from botocore.exceptions import IncompleteReadError
+
+        raise IncompleteReadError(actual_bytes=len(data), expected_bytes=int(length))
+    return status, answer_headers, data

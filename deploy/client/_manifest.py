@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -59,16 +60,7 @@ class Manifest(_format.Manifest):
 
     @classmethod
     def _of(cls, parsed: _format.Manifest) -> Manifest:
-        return cls(
-            parsed.hosting,
-            parsed.models,
-            parsed.source,
-            parsed.router,
-            parsed.archive,
-            parsed.extra,
-            parsed.async_inference,
-            parsed.async_lane,
-        )
+        return cls(**{item.name: getattr(parsed, item.name) for item in fields(parsed)})
 
     @classmethod
     def parse(cls, document: Any, source: str) -> Manifest:

@@ -25,7 +25,16 @@ class Classification:
 
 
 class InferResult(Mapping[str, np.ndarray[Any, Any]]):
-    """Output arrays by name (read-only views into the response body).
+    """Output arrays by name.
+
+    Zero-copy: an output of a fixed-size datatype (every one but BYTES) is a
+    numpy array viewing the response body as it was read from the socket
+    (`np.frombuffer`), never copied. These arrays are read-only (writing
+    raises `ValueError: assignment destination is read-only`); take
+    `np.array(out)` or `out.copy()` for one to change. A view keeps the whole
+    response body alive while it lives, and is unaligned where the body puts
+    the tensor at an offset its itemsize does not divide (numpy reads it all
+    the same). BYTES outputs are object arrays of new `bytes`.
 
     `model` is the name the caller used, `target_model` what was sent to the
     endpoint (None for single-model hosting), `parameters` the response's own.

@@ -15,7 +15,7 @@ from deploy.client._async_inference import (
     AsyncInferenceOptions,
     PendingInference,
 )
-from deploy.client._core import Prepared, finish, prepare, route
+from deploy.client._core import Prepared, Routes, finish, prepare
 from deploy.client._deadline import deadline
 from deploy.client._discovery import ManifestLocation, ManifestSource, endpoint_name_at
 from deploy.client._errors import (
@@ -115,6 +115,7 @@ class Endpoint:
         # pool, dropped, would leak its sockets).
         self._setup = threading.RLock()
         self._clients: dict[str, Any] = {}
+        self._routes = Routes()
         location: ManifestLocation = manifest
         # A runtime URL of its own (the local endpoint) has no DescribeEndpoint behind it
         # unless a control-plane URL is configured too (the moto server, a proxy).
@@ -146,7 +147,8 @@ class Endpoint:
         `model` is a logical name from the manifest or a TargetModel
         (`*.tar.gz`); `target_model` overrides the manifest's choice.
         `class_count=k` asks Triton for the top-k classes of each output
-        (read them with `result.classes(name)`).
+        (read them with `result.classes(name)`). Outputs are read-only views
+        into the response body, not copies (see `InferResult`).
         """
         prepared = self._prepare(model, inputs, outputs, target_model, class_count, parameters)
         try:
@@ -217,7 +219,7 @@ class Endpoint:
     ) -> Prepared:
         manifest = self._manifest.get(self.discovery_timeout)
         origin = self._manifest.origin
-        chosen = route(model, target_model, manifest, self._manifest.reason, origin)
+        chosen = self._routes.get(model, target_model, manifest, self._manifest.reason, origin)
         return prepare(
             chosen,
             inputs,
@@ -253,7 +255,6 @@ class Endpoint:
         """One attempt, all of it (connect, send, every read) within `timeout` and
         within `left`, what the retry policy's total_timeout leaves."""
         model = prepared.route.model
-        where = f"endpoint {self.name!r}, model {model!r}"
         budget = min(self.timeout, left)
         direct = self._direct_invoker()
         try:
@@ -264,9 +265,10 @@ class Endpoint:
                     from botocore.exceptions import NoCredentialsError
 
                     raise NoCredentialsError()  # what botocore's signer raises
-                status, headers, data = direct.invoke(
-                    prepared.request.body,
-                    prepared.request.content_type,
+                status, headers, data = direct.send(
+                    prepared.parts,
+                    prepared.size,
+                    prepared.content_type,
                     budget,
                     target_model=prepared.route.target_model,
                 )
@@ -274,6 +276,7 @@ class Endpoint:
                     return data, headers.get("Content-Type")
                 failure = answer_from_response(status, headers, data)
         except Exception as exc:
+            where = f"endpoint {self.name!r}, model {model!r}"
             error = self._failure(exc, where, model, left)
             if error is None:
                 raise

@@ -9,11 +9,16 @@ A stage picks one with `hosting = "..."` in deploy.toml, `--hosting` on the
 CLI or `-c hosting=...` for the CDK app; `mode_for(settings)` returns it.
 Each mode is a `HostingMode` (mode.py) composed of a settings check
 (rules.py), a layout (per_model.py or router.py: packaging, the plan's diff,
-store keys, the published manifest), the endpoint stack the CDK app
-synthesizes for it and the SDK's addressing (`deploy.client.manifest`).
+store keys, the published manifest), the key of the endpoint stack the CDK app
+synthesizes for it, the key of its local endpoint, its request limits and the
+SDK's addressing (`deploy.client.manifest`). Code outside this package asks
+the mode, never its name (`make lint` runs tools/mode_names.py).
 
-    changes.py   the plan's per-model and archive changes (plain data)
-    layout.py    the Layout protocol, StagePackage, StoredFile
+    changes.py        the plan's per-model and archive changes (plain data)
+    layout.py         the Layout protocol, StagePackage, StoredFile
+    limits.py         SageMaker's payload and TargetModel limits, defined once
+    router_model.py   the generated router model the router layouts serve
+    router_archive.py the router layouts' one archive (and `deploy neuron package`'s)
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ __all__ = [
     "StagePackage",
     "StoredFile",
     "default_hosting",
+    "default_mode",
     "mode_for",
     "mode_named",
 ]
@@ -58,6 +64,11 @@ def default_hosting(instance_type: str) -> str:
     return SINGLE_MODEL if is_inferentia(instance_type) else MULTI_MODEL
 
 
+def default_mode() -> HostingMode:
+    """The mode of a stage that names none and no instance type (the local endpoint)."""
+    return multi_model.MODE
+
+
 def mode_named(name: str, *, where: str = "hosting (--hosting)") -> HostingMode:
     mode = MODES.get(name)
     if mode is None:
@@ -74,7 +85,7 @@ def mode_for(settings: DeploySettings) -> HostingMode:
     """The stage's mode: its `hosting` setting, or the default for its instance type;
     multi-model with its asynchronous lane when `async_lane` is on."""
     mode = mode_named(settings.hosting or default_hosting(settings.instance_type))
-    if settings.async_lane and mode.name == MULTI_MODEL:
+    if settings.async_lane and mode.async_lane:
         from deploy.hosting.async_lane import LANED_MODE
 
         return LANED_MODE

@@ -12,13 +12,13 @@ next to the multi-model endpoint's, its requests under
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deploy.async_inference.layout import manifest_section, stage_locations
+from deploy.client import manifest as contract
 from deploy.hosting import asynchronous, multi_model
 from deploy.hosting.changes import ArchiveChange, ModelChange
 from deploy.hosting.layout import Diff, StagePackage, folder_manifest_key
@@ -131,10 +131,10 @@ class LanedLayout:
         return self.models.smoke_changes(models, deployed=deployed)
 
     def published_document(self, package: StagePackage) -> bytes:
-        document = json.loads(self.models.published_document(package))
-        if package.archive is not None and isinstance(document.get("async_lane"), dict):
-            document["async_lane"]["archive"] = package.archive.key
-        return (json.dumps(document, indent=2) + "\n").encode()
+        """The multi-model manifest, its `async_lane` naming the lane's archive."""
+        if package.archive is None:
+            return self.models.published_document(package)
+        return contract.dump(contract.with_lane_archive(package.manifest, package.archive.key))
 
     def referenced_keys(self, published: dict[str, Any] | None) -> set[str]:
         archive = lane_archive(published)

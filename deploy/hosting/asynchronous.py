@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from deploy.async_inference.layout import manifest_section, stage_locations
 from deploy.client.manifest import ASYNC
 from deploy.hosting import rules
-from deploy.hosting.mode import HostingMode
+from deploy.hosting.limits import ASYNC_MAX_PAYLOAD
+from deploy.hosting.mode import HostingMode, LocalServing
 from deploy.hosting.router import RouterLayout
 
 if TYPE_CHECKING:
@@ -35,6 +36,9 @@ MODE = HostingMode(
     summary="asynchronous endpoint: one archive behind the router, request bodies in S3",
     layout=RouterLayout(FOLDER, hosting=ASYNC),
     check_settings=rules.all_of(rules.known_instance, rules.async_instance),
-    endpoint_stack=ASYNC,
+    endpoint_stack="async-endpoint",
     manifest_sections=manifest_sections,
+    local=LocalServing("async", router=True, through_s3=True),
+    max_payload=ASYNC_MAX_PAYLOAD,
+    scales_to_zero=True,
 )

@@ -8,9 +8,15 @@ A mode is composed of parts, not subclassed:
   (`deploy.hosting.layout.Layout`);
 - `check_repository`: the mode's own rules for the models (diagnostics naming the
   file and field), run with the repository rules;
-- `endpoint_stack`: which endpoint stack the CDK app synthesizes (`deploy_infra/stacks`
-  registers one per name), `front_door`: whether the HTTP API applies, and
-  `network`: whether the endpoint runs in the stage's VPC (the network stack);
+- `endpoint_stack`: the key of the endpoint stack the CDK app synthesizes
+  (`deploy_infra.synth.ENDPOINT_STACKS` maps each key to its stack class, so
+  `deploy` imports nothing of the CDK app), `front_door`: whether the HTTP API
+  applies, and `network`: whether the endpoint runs in the stage's VPC (the
+  network stack);
+- `local`: how `deploy serve` and `deploy up --local` run the mode on this machine
+  (`deploy.local.modes` maps its key to the endpoint), or None where they cannot;
+- `max_payload` (`deploy.hosting.limits`), `scales_to_zero`, `async_lane`: the
+  SageMaker facts other layers ask the mode instead of comparing its name;
 - `capacity`: what the endpoint runs on (instances, or serverless memory and
   concurrency; `deploy.hosting.capacity`), as the plan compares and prices it;
 - `addressing` (from the manifest contract): how the SDK and the smoke test name
@@ -30,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from deploy.client.manifest import ADDRESSING
 from deploy.hosting.capacity import InfraSpec
 from deploy.hosting.layout import Layout, StagePackage
+from deploy.hosting.limits import REAL_TIME_MAX_PAYLOAD
 
 if TYPE_CHECKING:
     from deploy.config import DeploySettings
@@ -68,12 +75,24 @@ def instance_capacity(settings: DeploySettings) -> InfraSpec:
 
 
 @dataclass(frozen=True)
+class LocalServing:
+    """How the local endpoint runs a mode: `deploy serve --hosting NAME`, `deploy up --local`."""
+
+    endpoint: str  # the key of its local endpoint (`deploy.local.modes.SERVERS`)
+    # One archive behind the router serves every model: none is evicted, and a
+    # repository is staged, not packaged (--max-loaded-*, --package-dir do not apply).
+    router: bool = False
+    # Requests and answers travel through S3 (--async-output, --async-input).
+    through_s3: bool = False
+
+
+@dataclass(frozen=True)
 class HostingMode:
     name: str  # the `hosting` setting and the manifest's `hosting`
     summary: str  # one line for help texts and plans
     layout: Layout
     check_settings: SettingsCheck
-    endpoint_stack: str  # the endpoint stack `infra` synthesizes for this mode
+    endpoint_stack: str  # the key of the endpoint stack the CDK app synthesizes
     front_door: bool = False  # the HTTP API front door (it sends TargetModel) applies
     check_package: PackageCheck = no_package_warnings
     check_repository: RepositoryCheck = no_repository_rules
@@ -83,6 +102,12 @@ class HostingMode:
     on_instances: bool = True
     capacity: Capacity = instance_capacity
     manifest_sections: ManifestSections | None = None
+    local: LocalServing | None = None  # None: no local endpoint serves this mode
+    max_payload: int = REAL_TIME_MAX_PAYLOAD  # the largest request body SageMaker takes
+    scales_to_zero: bool = False  # min_instance_count 0 (requests wait in a queue)
+    async_lane: bool = False  # `async_lane = true` may pair it with an asynchronous endpoint
+    # `deploy status` names the mode (multi-model's status predates modes: it does not).
+    status_names_hosting: bool = True
 
     @property
     def addressing(self) -> str:

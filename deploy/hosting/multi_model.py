@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from deploy.client.manifest import MULTI_MODEL
 from deploy.hosting import rules
-from deploy.hosting.mode import HostingMode
+from deploy.hosting.mode import HostingMode, LocalServing
 from deploy.hosting.per_model import PerModelLayout
 
 MODE = HostingMode(
@@ -19,6 +19,9 @@ MODE = HostingMode(
     check_settings=rules.all_of(
         rules.known_instance, rules.multi_model_instance, rules.keeps_an_instance
     ),
-    endpoint_stack=MULTI_MODEL,
+    endpoint_stack="endpoint",
     front_door=True,
+    local=LocalServing("per-model"),
+    async_lane=True,
+    status_names_hosting=False,
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,6 @@ class ArchiveEntry:
     target_model: str
     sha256: str
     bytes: int
-    document: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 def manifest_entries(manifest: dict[str, Any] | None, *, where: str) -> dict[str, ArchiveEntry]:
@@ -57,7 +56,6 @@ def manifest_entries(manifest: dict[str, Any] | None, *, where: str) -> dict[str
             target_model=model.target_model,
             sha256=model.sha256,
             bytes=model.bytes,
-            document=dict(manifest["models"][name]),
         )
     return entries
 

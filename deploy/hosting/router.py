@@ -2,7 +2,7 @@
 
 SageMaker single-model, asynchronous and serverless endpoints load one
 archive into /opt/ml/model and serve one default model: the router
-(`deploy.neuron.router`), which forwards each request to the model named by
+(`deploy.hosting.router_model`), which forwards each request to the model named by
 the request parameter `target_model`. The package folder holds
 `model.tar.gz` and a manifest whose `archive` names it; each model entry
 carries a digest of its folder (`source_digest`), so the plan can say which
@@ -106,14 +106,12 @@ class RouterLayout:
         progress: bool = False,
         triton_version: str | None = None,
     ) -> StagePackage:
-        """One reproducible model.tar.gz (every model + the router) and its manifest.
-
-        The router archive does not build `requirements.txt` environments yet, so
-        `triton_version` does not change it.
+        """One reproducible model.tar.gz (every model + the router) and its manifest;
+        python models' `requirements.txt` environments built for `triton_version`'s Python.
         """
-        from deploy.neuron.package import package_single_model
+        from deploy.hosting.router_archive import package_single_model
 
-        package_single_model(repository, out, hosting=self.hosting)
+        package_single_model(repository, out, hosting=self.hosting, triton_version=triton_version)
         return self.read_package(out)
 
     def read_package(self, out: Path) -> StagePackage:
@@ -177,12 +175,8 @@ class RouterLayout:
         """The manifest as published: its archive key is the uploaded (content-named) one."""
         archive = package.archive
         assert archive is not None
-        document = dict(package.document)
-        document["archive"] = {
-            **dict(document["archive"]),
-            "key": archive.key.removeprefix(self.folder),
-        }
-        return (json.dumps(document, indent=2) + "\n").encode()
+        key = archive.key.removeprefix(self.folder)
+        return contract.dump(contract.with_archive_key(package.manifest, key))
 
     def referenced_keys(self, published: dict[str, Any] | None) -> set[str]:
         key = self.archive_key(published)

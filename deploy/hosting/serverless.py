@@ -25,6 +25,7 @@ from deploy.client.manifest import SERVERLESS
 from deploy.hosting import rules
 from deploy.hosting.capacity import InfraSpec, ServerlessSpec
 from deploy.hosting.layout import StagePackage
+from deploy.hosting.limits import SERVERLESS_MAX_PAYLOAD
 from deploy.hosting.mode import HostingMode
 from deploy.hosting.router import RouterLayout
 
@@ -58,10 +59,7 @@ def package_notes(settings: DeploySettings, package: StagePackage) -> Sequence[s
 
     if package.archive is None:
         return ()
-    sizes = {
-        str(name): int(entry.get("bytes", 0))
-        for name, entry in (package.document.get("models") or {}).items()
-    }
+    sizes = {name: entry.bytes or 0 for name, entry in package.manifest.models.items()}
     findings = package_findings(
         sizes, package.archive.bytes, settings, settings_file=str(settings_file())
     )
@@ -88,10 +86,11 @@ MODE = HostingMode(
     summary="serverless endpoint: one archive behind the router, CPU, scales to zero",
     layout=RouterLayout(FOLDER, hosting=SERVERLESS),
     check_settings=rules.all_of(rules.known_instance, cpu_instance),
-    endpoint_stack=SERVERLESS,
+    endpoint_stack="serverless-endpoint",
     check_package=package_notes,
     check_repository=repository_rules,
     network=False,
     on_instances=False,
     capacity=capacity,
+    max_payload=SERVERLESS_MAX_PAYLOAD,
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from deploy.client.manifest import SINGLE_MODEL
 from deploy.hosting import rules
-from deploy.hosting.mode import HostingMode
+from deploy.hosting.mode import HostingMode, LocalServing
 from deploy.hosting.router import RouterLayout
 
 FOLDER = "inf1/"
@@ -23,5 +23,6 @@ MODE = HostingMode(
     check_settings=rules.all_of(
         rules.known_instance, rules.single_model_instance, rules.keeps_an_instance
     ),
-    endpoint_stack=SINGLE_MODEL,
+    endpoint_stack="single-model-endpoint",
+    local=LocalServing("router", router=True),
 )

@@ -3,6 +3,8 @@
     validate -> package -> plan -> upload -> provision -> wait -> smoke -> report
 
     plan.py        plain-data plan objects (models new/changed/unchanged, infra changes, cost)
+    actions.py     the plan's changes as typed actions: what is printed and what is applied
+    apply.py       apply(plan): each action through its one executor, nothing else
     prices.py      the dated price table shipped in deploy/catalogue/prices.json
     provider.py    the Provider protocol: what a target (AWS, local) must offer the stages
     stages.py      the stages themselves; no AWS calls except through a Provider
@@ -19,8 +21,9 @@
 
 What differs between hosting modes (multi-model, single-model, async,
 serverless) comes from the `deploy.hosting.HostingMode` the stages are given.
-Planning makes describe/list calls only; upload, provision and publish are
-the only mutating stages. The manifest is published last, after the smoke
-test of every changed model passed, so clients never resolve a TargetModel
-whose archive is missing or broken.
+Planning makes describe/list calls only; the plan's actions (upload,
+provision, publish) are the only changes, and `apply` makes no other. The
+manifest is published last, after the smoke test of every changed model
+passed, so clients never resolve a TargetModel whose archive is missing or
+broken.
 """

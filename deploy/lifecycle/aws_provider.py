@@ -1,9 +1,10 @@
 """The AWS provider: the `deploy up` stages' Provider on S3, CloudFormation and SageMaker.
 
-Provisioning deploys the CDK app's synthesized templates with CloudFormation
-(CreateStack/UpdateStack), against AWS and against the moto server alike
-(the CDK CLI cannot deploy to moto). Stacks go in dependency order; the
-model store stack comes first because archives are uploaded before the
+Provisioning deploys the stacks the plan names (`provision_resources`) from
+the CDK app's synthesized templates with CloudFormation (CreateStack/UpdateStack),
+against AWS and against the moto server alike (the CDK CLI cannot deploy to
+moto). Stacks go in dependency order; a missing model store stack is created
+first (the plan's `CreateModelStore`) because archives are uploaded before the
 endpoint is touched. A stage whose stacks have container image assets (the
 inf1 Neuron image) is deployed by the pinned CDK CLI instead, which builds
 the image with Docker: `require_provisioning_tools` checks for both before
@@ -268,36 +269,58 @@ class AwsProvider:
         )
 
     def plan_infra(self, desired: InfraSpec) -> InfraPlan:
-        resources: list[dict[str, str]] = []
-        missing = False
-        for name, template in self.templates().items():
-            current = self.stacks.template(name)
-            if current is None:
-                action = "create"
-                missing = True
-            elif template_body(current) != template_body(template):
-                action = "update"
-            else:
-                action = "unchanged"
-            resources.append({"stack": name, "action": action})
+        """Each stack's action (create, update or unchanged) and the endpoint's settings
+        before and after. A stack is updated when its deployed template differs or its
+        last rollout failed; one still rolling out with this template is left to settle."""
+        resources = [
+            {"stack": name, "action": self._stack_action(name, template)}
+            for name, template in self.templates().items()
+        ]
         pending = [item["stack"] for item in resources if item["action"] != "unchanged"]
         if pending:
             self.require_bootstrap(pending)
         current_spec = self.current_infra()
         changes = diff_infra(current_spec, desired)
-        if missing:
+        notes: tuple[str, ...] = ()
+        if any(item["action"] == "create" for item in resources):
             overall = "create"
-        elif changes or any(item["action"] == "update" for item in resources):
+        elif pending:
             overall = "update"
         else:
             overall = "none"
+            if changes:
+                # CloudFormation re-applies nothing for an unchanged template.
+                notes = (
+                    "the endpoint runs "
+                    + ", ".join(f"{c.setting} {c.before}" for c in changes)
+                    + " where its stack's template says "
+                    + ", ".join(f"{c.after}" for c in changes)
+                    + ": it was changed outside CloudFormation, which `deploy up` does not "
+                    "undo; change it back in the SageMaker console, or `deploy down` and "
+                    "`deploy up` the stage",
+                )
         return InfraPlan(
             action=overall,  # type: ignore[arg-type]
             current=current_spec,
-            changes=changes,
+            changes=changes if overall != "none" else (),
             resources=tuple(resources),
-            notes=self._check_quota(desired) if overall != "none" else (),
+            notes=notes + (self._check_quota(desired) if overall != "none" else ()),
+            store_stack=self.stack("model-store"),
         )
+
+    def _stack_action(self, name: str, template: dict[str, Any]) -> str:
+        """create, update or unchanged: what `Rollout.deploy_stack` will find to do."""
+        current = self.stacks.template(name)
+        if current is None:
+            return "create"
+        state = self.stacks.describe(name)
+        if state is not None and state.status == "ROLLBACK_COMPLETE":
+            return "create"  # a failed creation holds nothing: it is deleted and made again
+        if template_body(current) != template_body(template):
+            return "update"
+        if state is not None and state.failed:
+            return "update"
+        return "unchanged"
 
     def _check_quota(self, desired: InfraSpec) -> tuple[str, ...]:
         """The account may run the instances the stage asks for (before anything is made)."""
@@ -342,24 +365,16 @@ class AwsProvider:
 
     # -- upload -------------------------------------------------------------------------
 
-    def ensure_store(self, reporter: Reporter) -> tuple[ModelStore, str]:
-        found = self.store()
-        if found is not None:
-            return found
-        name = self.stack("model-store")
-        self.rollout.deploy_stack(name, self.templates()[name], reporter)
+    def upload(self, files: Sequence[StoredFile], reporter: Reporter) -> list[UploadOutcome]:
+        """Each file to `<prefix><key>` (checksummed, resumable multipart)."""
         found = self.store()
         if found is None:
             raise AwsError(
-                "the model store stack has no ModelBucket output",
-                where=f"stack {name}",
-                fix="check the stack's outputs in the CloudFormation console",
+                "the model store does not exist yet, so nothing can be uploaded",
+                where=f"stack {self.stack('model-store')}",
+                fix="run `deploy up`: its plan creates the model store before uploading",
             )
-        return found
-
-    def upload(self, files: Sequence[StoredFile], reporter: Reporter) -> list[UploadOutcome]:
-        """Each file to `<prefix><key>` (checksummed, resumable multipart)."""
-        store, prefix = self.ensure_store(reporter)
+        store, prefix = found
         total = sum(file.bytes for file in files)
         workers = min(2, max(len(files), 1))
         with self._uploading(reporter, len(files), total), ThreadPoolExecutor(workers) as pool:
@@ -412,35 +427,45 @@ class AwsProvider:
         stage = self.synthesized()
         return bool(container_image_stacks(stage.assembly, list(stage.templates)))
 
-    def require_provisioning_tools(self, infra: InfraPlan) -> None:
+    def require_provisioning_tools(self, resources: Sequence[str]) -> None:
         """The CDK CLI and a Docker engine when the stacks build an image, checked before
         anything changes."""
-        if infra.action == "none" or not self._needs_cdk_cli():
+        if not resources or not self._needs_cdk_cli():
             return
-        stacks = [item["stack"] for item in infra.resources if item.get("action") != "unchanged"]
         require_tools(
             root=project_root(),
             stage=self.settings.stage,
-            stacks=stacks or [self.stack("endpoint")],
+            stacks=list(resources),
             image=IMAGE,
             engine=self._container_engine,
         )
 
-    def provision(self, infra: InfraPlan, desired: InfraSpec, reporter: Reporter) -> None:
-        if self._needs_cdk_cli():
+    def provision_resources(self, resources: Sequence[str], reporter: Reporter) -> None:
+        """Deploy the named stacks, in order: with the CDK CLI when one of them has a
+        container image asset (it builds the image), else with CloudFormation."""
+        if not resources:
+            return
+        stage = self.synthesized()
+        if container_image_stacks(stage.assembly, list(resources)):
             provision_with_cdk_cli(
                 self.rollout,
-                self.synthesized().assembly,
-                self._stale_stacks(),
+                stage.assembly,
+                list(resources),
                 reporter,
                 root=project_root(),
                 engine=self._container_engine,
             )
             return
+        templates = self.templates()
         before = self.endpoint_state()
         with self.rollout.rolling_out(reporter):
-            for name, template in self.templates().items():
-                self.rollout.deploy_stack(name, template, reporter, before=before)
+            for name in resources:
+                self.rollout.deploy_stack(name, templates[name], reporter, before=before)
+
+    def provision(self, infra: InfraPlan, desired: InfraSpec, reporter: Reporter) -> None:
+        """Every stack whose deployed template differs from the stage's, as `cdk deploy
+        --all` would (`deploy up` provisions what its plan lists instead)."""
+        self.provision_resources(self._stale_stacks(), reporter)
 
     def wait(self, *, timeout_s: float, reporter: Reporter) -> EndpointView:
         return self.rollout.wait_endpoint(timeout_s=timeout_s, reporter=reporter)

@@ -1,10 +1,13 @@
 """`deploy up/status/down --local`: the local endpoint as a deployment provider.
 
 Implements `deploy.lifecycle.provider.Provider` so `deploy up --local` runs
-the same stages as `deploy up` on AWS (multi-model hosting). "Upload" links
-the package's archives into a store folder under `.deploy/local/<endpoint>/store`, "provision"
-starts `deploy serve` on that store as a detached background process, and
-"publish" writes the manifest there. The running endpoint is recorded in the
+the same stages as `deploy up` on AWS, for each hosting mode the local endpoint
+serves without S3 (`HostingMode.local`). "Upload" links the package's archives
+into a store folder under `.deploy/local/<endpoint>/store`, "provision" starts
+`deploy serve --hosting MODE` as a detached background process (on that store;
+a router layout's one archive is extracted first, under `served/`, and a new
+archive restarts the endpoint, as a new SageMaker Model would), and "publish"
+writes the manifest where the mode keeps it. The running endpoint is recorded in the
 state file of `deploy.local.state` (which `deploy serve` also writes), so
 `status` and `down` see an endpoint started either way.
 """
@@ -23,12 +26,12 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from deploy._files import atomic_write_bytes
-from deploy.client.manifest import MULTI_MODEL
+from deploy.client import manifest as contract
 from deploy.errors import LocalEndpointError
-from deploy.hosting import StoredFile
+from deploy.hosting import MODES, HostingMode, StoredFile, default_mode
 from deploy.lifecycle.plan import InfraSpec
 from deploy.lifecycle.provider import (
     DataPlane,
@@ -49,7 +52,6 @@ from deploy.local.state import (
     triton_log_path,
     write_state,
 )
-from deploy.local.store import MANIFEST
 from deploy.local.supervisor import free_port
 from deploy.local.wire import MANIFEST_ROUTE
 
@@ -70,7 +72,10 @@ class LocalProvider:
 
     name = "local"
     region_source: str | None = None  # no region: this machine
-    hostings: tuple[str, ...] = (MULTI_MODEL,)
+    # The modes the local endpoint serves with no S3 (async keeps its requests there).
+    hostings: tuple[str, ...] = tuple(
+        name for name, mode in MODES.items() if mode.local and not mode.local.through_s3
+    )
 
     def __init__(
         self,
@@ -80,13 +85,18 @@ class LocalProvider:
         port: int = 0,
         max_loaded_models: int | None = None,
         start_timeout_s: float = 60.0,
+        mode: HostingMode | None = None,
     ) -> None:
+        self.mode = mode or default_mode()
+        self.archive_key: str | None = None  # router layouts: the archive to serve
         self.endpoint_name = endpoint_name
         self.state_dir = state_dir
         self.port = port  # 0: any free port
         self.max_loaded_models = max_loaded_models
         self.start_timeout_s = start_timeout_s
         self.store_dir = endpoint_dir(endpoint_name, state_dir) / "store"
+        # Router layouts: each archive served, extracted (the newest is kept).
+        self.served_dir = endpoint_dir(endpoint_name, state_dir) / "served"
         self.state_path = state_path(endpoint_name, state_dir)
         self.log_path = endpoint_dir(endpoint_name, state_dir) / "serve.log"
         self.triton_log_path = triton_log_path(endpoint_name, state_dir)
@@ -99,7 +109,7 @@ class LocalProvider:
     def _ours(self) -> LocalState | None:
         """The running endpoint, refusing one that serves another store (`deploy serve`)."""
         state = self.state()
-        if state is not None and Path(state.store).resolve() != self.store_dir.resolve():
+        if state is not None and not self._serves_ours(Path(state.store).resolve()):
             raise LocalEndpointError(
                 f"endpoint {self.endpoint_name!r} at {state.url} is `deploy serve` of "
                 f"{state.store}, not the store `deploy up --local` publishes to",
@@ -109,12 +119,31 @@ class LocalProvider:
             )
         return state
 
+    def _serves_ours(self, store: Path) -> bool:
+        return store in (self.store_dir.resolve(), *self.served_dir.resolve().glob("*"))
+
+    @property
+    def _router(self) -> bool:
+        return self.mode.local is not None and self.mode.local.router
+
+    def _served(self) -> Path:
+        """What the endpoint serves: the store, or the archive extracted (router layouts)."""
+        if not self._router:
+            return self.store_dir
+        if self.archive_key is None:
+            raise LocalEndpointError(
+                f"hosting {self.mode.name} serves one archive, and none was packaged",
+                where=f"local endpoint {self.endpoint_name}",
+                fix="run `deploy up --local` without skipping packaging",
+            )
+        return self.served_dir / Path(self.archive_key).name.removesuffix(".tar.gz")
+
     # -- Provider protocol -------------------------------------------------------
     def unavailable(self) -> str | None:
         return None
 
     def published_manifest(self) -> dict[str, Any] | None:
-        path = self.store_dir / MANIFEST
+        path = self.store_dir / self.mode.manifest_key
         if not path.is_file():
             return None
         document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
@@ -138,8 +167,13 @@ class LocalProvider:
         current = self._ours()
         if current is None:
             check_port_free(LOCAL_HOST, self.port)  # before anything is uploaded
+            action: Literal["create", "update", "none"] = "create"
+        elif Path(current.store).resolve() != self._served().resolve():
+            action = "update"  # a new archive: the endpoint restarts on it
+        else:
+            action = "none"
         return InfraPlan(
-            action="none" if current is not None else "create",
+            action=action,
             current=None,
             changes=(),
             resources=(
@@ -148,13 +182,16 @@ class LocalProvider:
         )
 
     def use_model_archive(self, key: str) -> None:
+        if self._router:
+            self.archive_key = key
+            return
         raise LocalEndpointError(
             "the local provider serves one archive per model (multi-model)",
             where=f"local endpoint {self.endpoint_name}",
             fix="serve a router layout with `deploy serve --hosting single-model REPO`",
         )
 
-    def require_provisioning_tools(self, infra: InfraPlan) -> None:
+    def require_provisioning_tools(self, resources: Sequence[str]) -> None:
         return None  # `deploy serve` on this machine: checked by `deploy up --local` itself
 
     def upload(self, files: Sequence[StoredFile], reporter: Reporter) -> list[UploadOutcome]:
@@ -177,8 +214,13 @@ class LocalProvider:
         reporter.upload_finished()
         return outcomes
 
-    def provision(self, infra: InfraPlan, desired: InfraSpec, reporter: Reporter) -> None:
-        self.start(timeout_s=self.start_timeout_s)
+    def provision_resources(self, resources: Sequence[str], reporter: Reporter) -> None:
+        """Start the endpoint (the one resource `plan_infra` lists); a running one serves an
+        older archive (`plan_infra` said update), so it stops first."""
+        if resources:
+            if self._ours() is not None:
+                self.stop()
+            self.start(timeout_s=self.start_timeout_s)
 
     def wait(self, *, timeout_s: float, reporter: Reporter) -> EndpointView:
         state = self.state()
@@ -197,7 +239,9 @@ class LocalProvider:
         return DataPlane(endpoint_name=self.endpoint_name, region="us-east-1", endpoint_url=url)
 
     def publish_manifest(self, document: bytes) -> None:
-        atomic_write_bytes(self.store_dir / MANIFEST, document)
+        path = self.store_dir / self.mode.manifest_key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, document)
 
     def store_bucket(self) -> str | None:
         return None  # a folder on this machine
@@ -210,13 +254,16 @@ class LocalProvider:
             return existing
         self.store_dir.mkdir(parents=True, exist_ok=True)
         check_port_free(LOCAL_HOST, self.port)
+        served = self._extracted() if self._router else self.store_dir
         port = self.port or free_port()
         command = [
             sys.executable,
             "-m",
             "deploy",
             "serve",
-            str(self.store_dir.resolve()),
+            str(served.resolve()),
+            "--hosting",
+            self.mode.name,
             "--port",
             str(port),
             "--endpoint-name",
@@ -254,7 +301,7 @@ class LocalProvider:
             port=port,
             url=f"http://{LOCAL_HOST}:{port}",
             log=str(self.log_path.resolve()),
-            store=str(self.store_dir.resolve()),
+            store=str(served.resolve()),
             started_at=time.time(),
             triton_log=str(self.triton_log_path.resolve()),
         )
@@ -265,6 +312,24 @@ class LocalProvider:
             self.stop()
             raise
         return state
+
+    def _extracted(self) -> Path:
+        """The router archive extracted under `served/` (once); older ones removed."""
+        from deploy.local.archive import extract_archive
+
+        served = self._served()
+        if not served.is_dir():
+            assert self.archive_key is not None  # `_served` refuses none
+            partial = served.with_name(served.name + ".partial")
+            shutil.rmtree(partial, ignore_errors=True)
+            partial.parent.mkdir(parents=True, exist_ok=True)
+            archive = self.store_dir / self.archive_key
+            extract_archive(archive, partial, name=self.archive_key)
+            partial.rename(served)
+        for other in self.served_dir.iterdir():
+            if other != served:
+                shutil.rmtree(other, ignore_errors=True)
+        return served
 
     def _wait_ready(self, state: LocalState, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
@@ -300,7 +365,11 @@ class LocalProvider:
             return document
         if status == 200:
             document.update(json.loads(body))
-        manifest = json.loads(manifest_body) if manifest_status == 200 else {}
+        manifest = None
+        if manifest_status == 200:
+            # A manifest the endpoint cannot vouch for lists no models (as none at all).
+            with contextlib.suppress(contract.ManifestFormatError):
+                manifest = contract.loads(manifest_body, state.url + MANIFEST_ROUTE)
         document["models"] = _models(manifest, document.get("loaded", []))
         return document
 
@@ -334,14 +403,14 @@ class LocalProvider:
         )
 
 
-def _models(manifest: dict[str, Any], loaded: list[Any]) -> list[dict[str, Any]]:
+def _models(manifest: contract.Manifest | None, loaded: list[Any]) -> list[dict[str, Any]]:
     """Logical models (manifest order by name) with their TargetModel and load state;
     loaded TargetModels the manifest no longer names follow, with no name."""
     by_target = {m["target_model"]: m for m in loaded if isinstance(m, dict)}
     loaded_names = {m for m in loaded if isinstance(m, str)}  # single-model: model names
     rows = []
-    for name, entry in sorted((manifest.get("models") or {}).items()):
-        target = entry.get("target_model", "")
+    for name, entry in sorted((manifest.models if manifest is not None else {}).items()):
+        target = entry.target_model
         model = by_target.pop(target, None)
         rows.append(
             {

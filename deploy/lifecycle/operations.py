@@ -46,7 +46,7 @@ class StageOperations:
             result["model_store"] = f"s3://{location.bucket}/{location.prefix}"
         manifest = stage.published_manifest()
         layout = stage.mode.layout
-        if stage.mode.name != "multi-model":
+        if stage.mode.status_names_hosting:
             result["hosting"] = stage.mode.name
         result["models"] = layout.served_models(manifest)
         archive_key = layout.archive_key(manifest)

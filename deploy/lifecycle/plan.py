@@ -14,6 +14,8 @@ from deploy.errors import ConfigError
 from deploy.hosting.capacity import InfraSpec, ServerlessSpec
 from deploy.hosting.changes import ArchiveChange, ModelAction, ModelChange
 from deploy.hosting.per_model import ArchiveEntry, diff_models, manifest_entries
+from deploy.lifecycle.actions import Action, plan_actions
+from deploy.lifecycle.actions import to_dict as action_dict
 from deploy.lifecycle.prices import Cost
 
 __all__ = [
@@ -72,6 +74,8 @@ class Plan:
     offline_reason: str | None = None
     needs_credentials: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # the hosting mode's warnings about the package
+    # The stack holding the model store (AWS): created first when missing, the archives go there.
+    store_stack: str | None = None
 
     def offline(self, reason: str) -> Plan:
         """This plan with every part that needs AWS marked unknown (`needs_credentials`)."""
@@ -90,6 +94,12 @@ class Plan:
             offline_reason=reason,
             needs_credentials=NEEDS_CREDENTIALS,
         )
+
+    @property
+    def actions(self) -> tuple[Action, ...]:
+        """The changes, one action each, in the order `deploy up` applies them: what
+        the printed plan lists and all that `deploy.lifecycle.apply.apply` does."""
+        return plan_actions(self)
 
     @property
     def changed_models(self) -> tuple[ModelChange, ...]:
@@ -133,6 +143,7 @@ class Plan:
             "infra": [c.to_dict() for c in self.infra],
             "resources": list(self.resources),
             "cost": self.cost.to_dict() if self.cost else None,
+            "actions": [action_dict(action) for action in self.actions],
         }
         if self.region is not None:
             document["region"] = self.region

@@ -21,6 +21,7 @@ class InfraPlan:
     changes: tuple[InfraChange, ...]
     resources: tuple[dict[str, str], ...] = ()
     notes: tuple[str, ...] = ()  # what the plan could not check, or found close to a limit
+    store_stack: str | None = None  # the stack holding the model store (AWS)
 
 
 @dataclass(frozen=True)
@@ -117,8 +118,9 @@ class Provider(Protocol):
         """Router layouts: the endpoint's Model reads the archive stored under `key`."""
         ...
 
-    def require_provisioning_tools(self, infra: InfraPlan) -> None:
-        """Raise before anything changes if provisioning `infra` needs a missing tool."""
+    def require_provisioning_tools(self, resources: Sequence[str]) -> None:
+        """Raise before anything changes if provisioning `resources` (the plan's
+        `Provision` and `CreateModelStore` names) needs a missing tool."""
         ...
 
     def plan_infra(self, desired: InfraSpec) -> InfraPlan: ...
@@ -127,7 +129,9 @@ class Provider(Protocol):
         """Put each file under its key (resumable where the store can)."""
         ...
 
-    def provision(self, infra: InfraPlan, desired: InfraSpec, reporter: Reporter) -> None: ...
+    def provision_resources(self, resources: Sequence[str], reporter: Reporter) -> None:
+        """Create or update each named resource (as `plan_infra` listed it), and only those."""
+        ...
 
     def wait(self, *, timeout_s: float, reporter: Reporter) -> EndpointView: ...
 

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from deploy.lifecycle.actions import (
+    Action,
+    CreateModelStore,
+    Provision,
+    PublishManifest,
+    UploadArchive,
+)
 from deploy.lifecycle.plan import Plan
 from deploy.lifecycle.prices import ServerlessCostEstimate
 
@@ -78,22 +86,59 @@ def render_plan(plan: Plan, out: Console) -> None:
     unknown = "?" if plan.offline_reason is not None else "-"
     for item in plan.infra:
         infra.add_row(item.setting, item.before or unknown, f"[yellow]{item.after}[/]")
-    for resource in plan.resources:
-        if "stack" in resource:
-            if resource.get("action") != "unchanged":
-                infra.add_row(f"stack {resource['stack']}", "", resource.get("action", ""))
-        elif plan.infra_action != "none":
-            # The local endpoint: one background process on this machine.
-            kind = f"{resource.get('type', 'resource')} {resource.get('name', '')}"
-            infra.add_row(kind.strip(), "", plan.infra_action)
     if infra.row_count:
         out.print(infra)
-    else:
-        out.print("infrastructure: no change")
+    _render_actions(plan, out)
     if plan.cost is not None:
         out.print(f"estimated cost: {plan.cost.describe()}")
     for note in plan.notes:
         out.print(f"[yellow]note[/]: {escape(note)}")
+
+
+def _render_actions(plan: Plan, out: Console) -> None:
+    """The changes, numbered in the order `deploy up` applies them (`Plan.actions`)."""
+    from rich.markup import escape
+
+    if plan.offline_reason is not None:
+        return  # nothing was compared: the parts above that need credentials say so
+    actions = plan.actions
+    if not actions:
+        out.print("changes: none (nothing to upload, provision or publish)")
+        return
+    out.print(f"[bold]changes[/] ({len(actions)}, applied in this order):")
+    for number, action in enumerate(actions, start=1):
+        out.print(f"  {number}. {escape(render_action(action))}")
+
+
+def render_action(action: Action) -> str:
+    """One line saying what the action changes and why."""
+    return RENDERERS[type(action)](action)
+
+
+def _create_model_store(action: CreateModelStore) -> str:
+    return f"create stack {action.stack}: the model store ({action.why})"
+
+
+def _upload(action: UploadArchive) -> str:
+    models = action.models[0] if len(action.models) == 1 else f"{len(action.models)} models"
+    return f"upload {action.key} ({size(action.bytes)}): {models}, {action.why}"
+
+
+def _provision(action: Provision) -> str:
+    return f"{action.change} {action.resource} {action.name} ({action.why})"
+
+
+def _publish(action: PublishManifest) -> str:
+    return f"publish the manifest: {', '.join(action.changes)}"
+
+
+# One renderer per action kind (a test holds this to deploy.lifecycle.actions.ACTION_KINDS).
+RENDERERS: dict[type[Any], Callable[[Any], str]] = {
+    CreateModelStore: _create_model_store,
+    UploadArchive: _upload,
+    Provision: _provision,
+    PublishManifest: _publish,
+}
 
 
 def _render_single_model(plan: Plan, out: Console) -> None:

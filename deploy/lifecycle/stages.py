@@ -1,15 +1,15 @@
 """The stages of `deploy up`, each callable (and testable) on its own.
 
-Only `upload`, `provision` and `publish` change anything, and only through
-the provider. Each stage takes plain data and returns plain data. What
-differs between hosting modes (packaging, the diff, store keys, what is
-smoke-tested, the published manifest) is asked of the `HostingMode`.
+Nothing here changes the deployment: `plan` computes the changes
+(`Plan.actions`) and `deploy.lifecycle.apply` executes them through the
+provider. Each stage takes plain data and returns plain data. What differs
+between hosting modes (packaging, the diff, store keys, what is smoke-tested,
+the published manifest) is asked of the `HostingMode`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 from deploy._files import atomic_write_bytes
@@ -19,13 +19,7 @@ from deploy.errors import ConfigError, DeployError, ValidationFailedError
 from deploy.hosting import HostingMode, StagePackage, StoredFile, mode_for
 from deploy.lifecycle.plan import InfraSpec, Plan
 from deploy.lifecycle.prices import estimate_for
-from deploy.lifecycle.provider import (
-    EndpointView,
-    InfraPlan,
-    Provider,
-    Reporter,
-    UploadOutcome,
-)
+from deploy.lifecycle.provider import EndpointView, InfraPlan, Provider, Reporter
 from deploy.lifecycle.smoke import SmokeResult, raise_for_failures, smoke_test
 
 
@@ -124,10 +118,11 @@ def bind_to_store(
             where="hosting (--hosting)",
             fix=f"deploy hosting {mode.name} to AWS",
         )
-    document = {**package.document, **mode.manifest_sections(settings, bucket)}
     path = package.manifest_path.with_name("manifest.stage.json")
-    atomic_write_bytes(path, (json.dumps(document, indent=2) + "\n").encode())
-    manifest = contract.parse(document, str(path))
+    sections = mode.manifest_sections(settings, bucket)
+    manifest = contract.parse({**package.document, **sections}, str(path))
+    atomic_write_bytes(path, contract.dump(manifest))
+    document = manifest.to_document()
     return dataclasses.replace(package, manifest=manifest, document=document, manifest_path=path)
 
 
@@ -178,6 +173,7 @@ def plan(
                 ),
                 *infra.notes,
             ),
+            store_stack=infra.store_stack,
         ),
         infra,
     )
@@ -187,21 +183,6 @@ def pending_files(the_plan: Plan, package: StagePackage) -> list[StoredFile]:
     """The package's files the store lacks, as the plan found."""
     keys = the_plan.upload_keys
     return [file for file in package.files if file.key in keys]
-
-
-def upload(
-    the_plan: Plan, provider: Provider, package: StagePackage, reporter: Reporter
-) -> list[UploadOutcome]:
-    """Send the files the store lacks (and only those)."""
-    todo = pending_files(the_plan, package)
-    if not todo:
-        return []
-    return provider.upload(todo, reporter)
-
-
-def provision(infra: InfraPlan, provider: Provider, desired: InfraSpec, reporter: Reporter) -> None:
-    if infra.action != "none":
-        provider.provision(infra, desired, reporter)
 
 
 def wait(provider: Provider, *, timeout_s: float, reporter: Reporter) -> EndpointView:
@@ -226,11 +207,3 @@ def smoke(
     )
     raise_for_failures(results, endpoint=target.endpoint_name, endpoint_url=target.endpoint_url)
     return results
-
-
-def publish(the_plan: Plan, provider: Provider, mode: HostingMode, package: StagePackage) -> bool:
-    """Switch clients to the new manifest (last, after the smoke test)."""
-    if not the_plan.manifest_changes and provider.published_manifest() is not None:
-        return False
-    provider.publish_manifest(mode.layout.published_document(package))
-    return True

@@ -1,7 +1,9 @@
 """`deploy up`: the stages chained, for any provider and any hosting mode.
 
-    validate -> package -> plan -> [tools] -> upload -> provision -> wait -> smoke -> publish
+    validate -> package -> plan -> apply: [tools] -> upload -> provision -> wait -> smoke -> publish
 
+The plan's actions (`Plan.actions`) are what `on_plan` prints and all that
+`deploy.lifecycle.apply.apply` changes; waiting and the smoke test only read.
 What differs between hosting modes (multi-model, single-model, async,
 serverless) is the `deploy.hosting.HostingMode` the stages are given.
 """
@@ -18,6 +20,9 @@ from deploy.config import DeploySettings
 from deploy.errors import ConfigError, DeployError
 from deploy.hosting import HostingMode, StagePackage, mode_for
 from deploy.lifecycle import stages
+from deploy.lifecycle.actions import Action
+from deploy.lifecycle.actions import to_dict as action_dict
+from deploy.lifecycle.apply import Run, apply
 from deploy.lifecycle.plan import InfraSpec, Plan, diff_infra
 from deploy.lifecycle.provider import (
     EndpointView,
@@ -46,6 +51,7 @@ class UpResult:
     endpoint: EndpointView | None = None
     smoke: list[SmokeResult] = field(default_factory=list)
     published: bool = False
+    applied: list[Action] = field(default_factory=list)  # the plan's actions, as executed
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -56,6 +62,7 @@ class UpResult:
             "endpoint": self.endpoint.to_dict() if self.endpoint else None,
             "smoke": [s.to_dict() for s in self.smoke],
             "manifest_published": self.published,
+            "applied": [action_dict(action) for action in self.applied],
             "seconds": round(self.seconds, 2),
         }
 
@@ -113,52 +120,50 @@ def up(
         )
     desired = stages.desired_infra(settings, mode)
     _planning(reporter, provider)
-    the_plan, infra = stages.plan(settings, planner, mode, package, desired)
+    the_plan, _ = stages.plan(settings, planner, mode, package, desired)
     if offline is not None:
         the_plan = the_plan.offline(offline)
     result = UpResult(plan=the_plan, dry_run=options.dry_run)
     if on_plan is not None:
         on_plan(the_plan)
     if not options.dry_run:
-        _apply(
-            the_plan, infra, settings, provider, mode, package, desired, options, result, reporter
-        )
+        _apply(the_plan, settings, provider, mode, package, options, result, reporter)
     result.seconds = time.monotonic() - started
     return result
 
 
 def _apply(
     the_plan: Plan,
-    infra: InfraPlan,
     settings: DeploySettings,
     provider: Provider,
     mode: HostingMode,
     package: StagePackage,
-    desired: InfraSpec,
     options: UpOptions,
     result: UpResult,
     reporter: Reporter,
 ) -> None:
-    """upload -> provision -> wait -> smoke -> publish, recorded in `result`."""
-    # Tools provisioning needs besides AWS (e.g. Docker for an image asset), checked
-    # before anything is uploaded.
-    provider.require_provisioning_tools(infra)
-    pending = stages.pending_files(the_plan, package)
-    _uploading(reporter, len(pending), sum(file.bytes for file in pending))
-    result.uploads = stages.upload(the_plan, provider, package, reporter)
-    package = stages.bind_to_store(settings, provider, mode, package)
-    reporter.stage("provision", _provisioning(infra.action, provider))
-    stages.provision(infra, provider, desired, reporter)
-    reporter.stage("wait", f"for endpoint {settings.endpoint_name} to be in service")
-    result.endpoint = stages.wait(provider, timeout_s=options.timeout_s, reporter=reporter)
-    if not options.skip_smoke:
-        count = len(mode.layout.smoke_changes(the_plan.models, deployed=not the_plan.empty))
-        reporter.stage("smoke", mode.layout.describe_smoke(count))
-        result.smoke = stages.smoke(
-            the_plan, mode, package, provider, timeout_s=options.smoke_timeout_s
-        )
-    reporter.stage("publish", "the manifest" if the_plan.manifest_changes else "no change")
-    result.published = stages.publish(the_plan, provider, mode, package)
+    """The plan's actions (upload -> provision -> [wait -> smoke] -> publish), recorded
+    in `result`."""
+
+    def verify(run: Run) -> None:
+        # Read-only: the endpoint in service, then the changed models answering.
+        run.package = stages.bind_to_store(settings, provider, mode, run.package)
+        reporter.stage("wait", f"for endpoint {settings.endpoint_name} to be in service")
+        result.endpoint = stages.wait(provider, timeout_s=options.timeout_s, reporter=reporter)
+        if not options.skip_smoke:
+            count = len(mode.layout.smoke_changes(the_plan.models, deployed=not the_plan.empty))
+            reporter.stage("smoke", mode.layout.describe_smoke(count))
+            result.smoke = stages.smoke(
+                the_plan, mode, run.package, provider, timeout_s=options.smoke_timeout_s
+            )
+
+    run = Run(provider, reporter, package, manifest=mode.layout.published_document)
+    try:
+        apply(the_plan, run, verify=verify)
+    finally:
+        result.uploads = run.uploads
+        result.published = run.published
+        result.applied = list(run.executed)
 
 
 def _require_hosting(provider: Provider, mode: HostingMode) -> None:
@@ -203,19 +208,3 @@ def _planning(reporter: Reporter, provider: Provider) -> None:
         "local": "the local endpoint's published manifest and store",
     }
     reporter.stage("plan", f"comparing with {against.get(provider.name, provider.name)}")
-
-
-def _uploading(reporter: Reporter, changes: int, nbytes: int) -> None:
-    from deploy.lifecycle.render import size
-
-    reporter.stage(
-        "upload", f"{changes} archive(s), {size(nbytes)}" if changes else "nothing to upload"
-    )
-
-
-def _provisioning(action: str, provider: Provider) -> str:
-    if action == "none":
-        return "nothing to change"
-    if provider.name == "local":
-        return "starting the local endpoint"
-    return f"{action} stacks"

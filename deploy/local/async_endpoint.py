@@ -32,7 +32,10 @@ from deploy.async_inference.layout import (
     AsyncLocations,
     manifest_section,
 )
+from deploy.client import manifest as contract
 from deploy.errors import LocalEndpointError
+from deploy.hosting import asynchronous
+from deploy.hosting.router_model import DEFAULT_ROUTER_INSTANCES, ROUTER_NAME
 from deploy.local import wire
 from deploy.local.async_invocations import (
     DEFAULT_MAX_QUEUED,
@@ -46,11 +49,10 @@ from deploy.local.platform import ModelPlatform
 from deploy.local.serve import prepare_record, record, serve_until_signal
 from deploy.local.single_model import SingleModelEndpoint, SingleModelFrontEnd
 from deploy.local.state import STATE_DIR
-from deploy.neuron.router import DEFAULT_ROUTER_INSTANCES, ROUTER_NAME
 
 log = logging.getLogger(__name__)
 
-ASYNC_HOSTING = "async"
+ASYNC_HOSTING = asynchronous.MODE.name
 _ASYNC_SUFFIX = b"/async-invocations"
 
 
@@ -64,19 +66,18 @@ def router_repository(location: str, scratch: Path) -> Path:
     if not is_store(location):
         return Path(location)
     store = open_store(location)
-    archive = (store.manifest() or {}).get("archive")
-    if not isinstance(archive, dict) or not isinstance(archive.get("key"), str):
+    manifest = store.manifest()
+    archive = manifest.archive if manifest is not None else None
+    if archive is None:
         raise LocalEndpointError(
             "a store of per-model archives (multi-model) cannot be served with --hosting async",
             where=location,
             fix="pass the model repository, or a store with one archive and a router "
             "(`deploy neuron package` output)",
         )
-    downloaded = store.fetch(archive["key"], scratch / "download")
+    downloaded = store.fetch(archive.key, scratch / "download")
     repository = scratch / "repository"
-    extract_archive(
-        downloaded, repository, expected_sha256=archive.get("sha256"), name=archive["key"]
-    )
+    extract_archive(downloaded, repository, expected_sha256=archive.sha256, name=archive.key)
     return repository
 
 
@@ -193,9 +194,12 @@ class AsyncLocalEndpoint(SingleModelEndpoint):
         self.locations = locations
         # As the stock image's serve script: only the default model at start.
         self.supervisor.load_models = (router,)
-        self.manifest["hosting"] = ASYNC_HOSTING
-        self.manifest["async_inference"] = manifest_section(locations)
-        self.manifest_path.write_text(json.dumps(self.manifest, indent=2) + "\n")
+        served = contract.with_async_inference(
+            contract.parse(self.manifest, str(self.manifest_path)),
+            contract.AsyncLocations(**manifest_section(locations)),
+        )
+        self.manifest = served.to_document()
+        self.manifest_path.write_bytes(contract.dump(served))
         self.invocations = AsyncInvocations(
             endpoint_name=self.options.endpoint_name,
             locations=locations,

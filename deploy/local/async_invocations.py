@@ -56,7 +56,6 @@ from typing import Any
 import httptools
 
 from deploy.async_inference.layout import (
-    ASYNC_MAX_PAYLOAD,
     DEFAULT_INVOCATION_TIMEOUT_S,
     DEFAULT_REQUEST_TTL_S,
     MAX_INVOCATION_TIMEOUT_S,
@@ -67,6 +66,7 @@ from deploy.async_inference.layout import (
     output_key,
 )
 from deploy.errors import ConfigError
+from deploy.hosting.limits import ASYNC_MAX_PAYLOAD
 from deploy.local import wire
 from deploy.local.json_limits import MAX_JSON_DEPTH, JsonScanner
 from deploy.local.listener import VerifiedServer

@@ -103,7 +103,7 @@ class LocalEndpoint:
             model_wait=self.options.model_wait,
             invoke_timeout=self.options.invoke_timeout,
             log_path=str(self.supervisor.log_path),
-            manifest=self.store.manifest,
+            manifest=self._manifest_document,
             limits=self.options.connection_limits,
         )
         self.port = 0
@@ -176,6 +176,11 @@ class LocalEndpoint:
         self.supervisor.stop()
         if self._own_work_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    def _manifest_document(self) -> dict[str, Any] | None:
+        """The store's manifest as the endpoint serves it (GET /deploy/manifest.json)."""
+        manifest = self.store.manifest()
+        return manifest.to_document() if manifest is not None else None
 
     def listing(self) -> dict[str, Any]:
         document = self.platform.listing()

@@ -13,7 +13,9 @@ install of it).
 `pyvenv.cfg` or `deploy-env.json`; conda-pack archives name it in
 `lib/python3.X`) and, when it is not this endpoint's, copies the wheel's stub
 for it into the model folder. `library_dirs` lists the folders of the other
-versions' `libpython` for tritonserver's LD_LIBRARY_PATH.
+versions' `libpython` for tritonserver's LD_LIBRARY_PATH. A model bundled into
+a BLS archive has no folder of its own to hold a stub: the backend's stub
+(`install_stub_dispatch`) picks the one of the activated environment's Python.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import functools
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -150,3 +153,49 @@ def prepare_environment_model(folder: Path, env_value: str, install: TritonInsta
         readable=[install.root, install.libs, *map(Path, library_dirs(install))],
         limits=STUB_LIMITS,
     )
+
+
+def install_stub_dispatch(
+    install: TritonInstall, launcher: Path, default: Path, *, readable: list[Path]
+) -> None:
+    """Write `launcher` (the backend's stub): the stub of the activated environment's Python.
+
+    A model that a BLS model bundles loads from the files its caller passes,
+    which Triton writes to a folder of its own, so no stub can be put beside
+    it as `prepare_environment_model` does; the backend's own stub runs, after
+    the backend sourced the environment's `bin/activate` (which sets
+    VIRTUAL_ENV). `launcher` reads the `version` its `pyvenv.cfg` names (shell
+    builtins only: the environment's `bin/` is first on PATH) and runs, in the
+    box, the stub of that version when this machine has it and its libpython,
+    else `default` (the running Python's launcher).
+    """
+    cases = []
+    for version in stub_versions(install):
+        if version == running_python() or _libdir(version) is None:
+            continue
+        versioned = default.parent / f"launcher-{version}"
+        box.install_stub_launcher(
+            versioned,
+            install.root / "python_backend_stubs" / version / STUB,
+            writable=[],
+            readable=[*readable, *map(Path, library_dirs(install))],
+            limits=STUB_LIMITS,
+        )
+        cases.append(f'  {version}) exec {shlex.quote(str(versioned))} "$@" ;;\n')
+    script = (
+        "#!/bin/sh\n"
+        "# Runs the python-backend stub of the activated environment's Python "
+        "(deploy.local.envs); written by deploy.\n"
+        "version=\n"
+        'if [ -n "$VIRTUAL_ENV" ] && [ -f "$VIRTUAL_ENV/pyvenv.cfg" ]; then\n'
+        "  while IFS= read -r line; do\n"
+        '    case "$line" in "version = "3.*) version=${line#version = } ;; esac\n'
+        '  done < "$VIRTUAL_ENV/pyvenv.cfg"\n'
+        "fi\n"
+        'case "$version" in\n' + "".join(cases) + "esac\n"
+        f'exec {shlex.quote(str(default))} "$@"\n'
+    )
+    partial = launcher.with_name(launcher.name + ".partial")
+    partial.write_text(script, encoding="utf-8")
+    partial.chmod(0o755)
+    partial.replace(launcher)

@@ -266,12 +266,9 @@ class ModelPlatform:
 
     def _expected_sha(self, target_model: str) -> str | None:
         # Read on every cold load: `deploy up --local` publishes new manifests live.
-        manifest = self.store.manifest() or {"models": {}}
-        for entry in manifest["models"].values():
-            if isinstance(entry, dict) and entry.get("target_model") == target_model:
-                sha = entry.get("sha256")
-                return str(sha) if sha else None
-        return None
+        manifest = self.store.manifest()
+        models = manifest.models.values() if manifest is not None else ()
+        return next((m.sha256 or None for m in models if m.target_model == target_model), None)
 
     def _extract(self, target_model: str, folder: Path, phases: dict[str, float]) -> None:
         started = time.perf_counter()
@@ -662,10 +659,9 @@ class ModelPlatform:
             loaded = [m.describe() for m in reversed(self._loaded.values())]
             loading = sorted(self._loading)
             unloading = sorted(self._unloading)
-        manifest = self.store.manifest() or {"models": {}}
-        available = sorted(
-            e["target_model"] for e in manifest["models"].values() if "target_model" in e
-        )
+        manifest = self.store.manifest()
+        models = manifest.models.values() if manifest is not None else ()
+        available = sorted(model.target_model for model in models)
         return {
             "store": self.store.location,
             "triton_port": self.server.port,

@@ -9,13 +9,17 @@ without a TargetModel is forwarded to `/invocations`; the router picks the
 model from the request parameter `target_model`.
 
 The user's repository is not modified: Triton gets a staging repository of
-links to the model folders plus the router, generated fresh at start.
+links to the model folders plus the router, generated fresh at start. A python
+model with an execution environment (EXECUTION_ENV_PATH, which `deploy package`
+builds from requirements.txt) is copied instead, so that the stub of its
+environment's Python can be put beside it (`deploy.local.envs`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import shutil
 import tempfile
 import threading
 import uuid
@@ -25,6 +29,13 @@ from typing import Any, cast
 
 from deploy.client import manifest as contract
 from deploy.errors import LocalEndpointError
+from deploy.hosting.router_model import (
+    DEFAULT_ROUTER_INSTANCES,
+    ROUTER_NAME,
+    single_model_manifest,
+    stage_layout,
+)
+from deploy.hosting.single_model import MODE
 from deploy.local import wire
 from deploy.local.endpoint import EndpointOptions, LocalEndpoint
 from deploy.local.frontend import FrontEnd, Reply, UpstreamError, _Request, joined
@@ -32,12 +43,6 @@ from deploy.local.platform import ModelPlatform
 from deploy.local.serve import prepare_record, record, serve_until_signal
 from deploy.local.state import STATE_DIR
 from deploy.local.supervisor import TritonSupervisor
-from deploy.neuron.router import (
-    DEFAULT_ROUTER_INSTANCES,
-    ROUTER_NAME,
-    single_model_manifest,
-    stage_layout,
-)
 
 MANIFEST_NAME = contract.MANIFEST_NAME
 
@@ -72,7 +77,7 @@ class _Models:
 
     def listing(self) -> dict[str, Any]:
         return {
-            "hosting": "single-model",
+            "hosting": MODE.name,
             "router": self.manifest["router"],
             "loaded": sorted(self.manifest["models"]),
         }
@@ -123,7 +128,24 @@ def stage_repository(
 ) -> dict[str, Any]:
     """Links to `repository`'s model folders plus a fresh router; returns the manifest."""
     models = stage_layout(repository, staging, router=router, router_instances=router_instances)
+    for model in models:
+        _prepare_environment(staging / model.name)
     return single_model_manifest(models, router=router)
+
+
+def _prepare_environment(link: Path) -> None:
+    """A python model with an execution environment: copied, with its Python's stub."""
+    from deploy.local.adapters import read_config
+    from deploy.local.envs import ENV_PARAMETER, prepare_environment_model
+    from deploy.local.triton import find_triton
+
+    config = read_config(link / "config.pbtxt")
+    if config.backend != "python" or ENV_PARAMETER not in config.parameters:
+        return
+    source = link.resolve()
+    link.unlink()
+    shutil.copytree(source, link, symlinks=True)
+    prepare_environment_model(link, config.parameters[ENV_PARAMETER].string_value, find_triton())
 
 
 class SingleModelEndpoint(LocalEndpoint):

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from deploy.client import manifest as contract
 from deploy.errors import LocalEndpointError
+from deploy.hosting.limits import MAX_TARGET_MODEL
 from deploy.repository.names import TARGET_MODEL_CHARACTERS, target_model_problem
 
 MANIFEST = contract.MANIFEST_NAME
@@ -29,7 +30,7 @@ class ModelNotInStoreError(LocalEndpointError):
 class Store(Protocol):
     location: str
 
-    def manifest(self) -> dict[str, Any] | None:
+    def manifest(self) -> contract.Manifest | None:
         """The parsed manifest.json, or None when the store has none."""
 
     def fetch(self, target_model: str, cache: Path) -> Path:
@@ -45,7 +46,7 @@ def check_target_model(target_model: str) -> str:
         or normal.startswith("..")
         or normal != target_model
         or "\\" in target_model
-        or len(target_model) > 1024
+        or len(target_model) > MAX_TARGET_MODEL
     ):
         raise LocalEndpointError(
             f"TargetModel {target_model!r} is not a relative path inside the model store",
@@ -63,7 +64,7 @@ def check_target_model(target_model: str) -> str:
     return target_model
 
 
-def _parse_manifest(text: str, where: str) -> dict[str, Any]:
+def _parse_manifest(text: str, where: str) -> contract.Manifest:
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -71,14 +72,13 @@ def _parse_manifest(text: str, where: str) -> dict[str, Any]:
             f"manifest is not JSON: {exc}", where=where, fix="re-run `deploy package`"
         ) from exc
     try:
-        contract.parse(document, where)  # the one check of the contract
+        return contract.parse(document, where)  # the one check of the contract
     except contract.ManifestFormatError as exc:
         raise LocalEndpointError(
             f"manifest breaks the contract: {exc.message}",
             where=exc.where or where,
             fix="re-run `deploy package`",
         ) from exc
-    return dict(document)
 
 
 class DirectoryStore:
@@ -94,7 +94,7 @@ class DirectoryStore:
         self.root = root.resolve()
         self.location = str(self.root)
 
-    def manifest(self) -> dict[str, Any] | None:
+    def manifest(self) -> contract.Manifest | None:
         path = self.root / MANIFEST
         if not path.is_file():
             return None
@@ -137,7 +137,7 @@ class S3Store:
     def _key(self, name: str) -> str:
         return f"{self.prefix}/{name}" if self.prefix else name
 
-    def manifest(self) -> dict[str, Any] | None:
+    def manifest(self) -> contract.Manifest | None:
         from deploy.aws.session import AwsCallError
 
         key = self._key(MANIFEST)

@@ -181,12 +181,20 @@ def prepare_backends(install: TritonInstall, directory: Path) -> Path:
         partial = stub.with_suffix(".partial")
         shutil.copy2(install.stub, partial)
         partial.replace(stub)
+    readable = [directory.parent, install.root, install.libs, install.stub_site]
     box.install_stub_launcher(
-        python_dir / "triton_python_backend_stub",
+        real_dir / "launcher",
         stub,
         writable=[],  # the stub adds tritonserver's HOME and TMPDIR, and the model's folder
-        readable=[directory.parent, install.root, install.libs, install.stub_site],
+        readable=readable,
         limits=STUB_LIMITS,
+    )
+    # In the stub's place: the launcher of the activated environment's Python (a bundled
+    # model's environment may be for another), else the one above.
+    from deploy.local.envs import install_stub_dispatch
+
+    install_stub_dispatch(
+        install, python_dir / "triton_python_backend_stub", real_dir / "launcher", readable=readable
     )
     return directory
 

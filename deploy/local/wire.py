@@ -16,11 +16,14 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
+from deploy.hosting.limits import MAX_TARGET_MODEL, REAL_TIME_MAX_PAYLOAD
+
 TARGET_MODEL = "x-amzn-sagemaker-target-model"
 CUSTOM_ATTRIBUTES = "x-amzn-sagemaker-custom-attributes"
 INVOKED_VARIANT = "x-Amzn-Invoked-Production-Variant"
 DEFAULT_VARIANT = "AllTraffic"
-DEFAULT_MAX_PAYLOAD = 6 * 1024 * 1024  # SageMaker's real-time InvokeEndpoint limit
+# SageMaker's real-time InvokeEndpoint limit
+DEFAULT_MAX_PAYLOAD = REAL_TIME_MAX_PAYLOAD
 LOCAL_ACCOUNT = "000000000000"
 # The local endpoint's manifest (not part of SageMaker's API; its paths are
 # /endpoints/..., /ping and /invocations). The SDK reads it when given an endpoint_url.
@@ -113,9 +116,11 @@ def target_model(raw: bytes) -> str | AwsErrorReply:
         value = raw.decode("utf-8")
     except UnicodeDecodeError:
         return validation_error("the X-Amzn-SageMaker-Target-Model header is not UTF-8")
-    if len(value) > 1024:
+    if len(value) > MAX_TARGET_MODEL:
         return _constraint(
-            value[:64] + "...", "targetModel", "Member must have length less than or equal to 1024"
+            value[:64] + "...",
+            "targetModel",
+            f"Member must have length less than or equal to {MAX_TARGET_MODEL}",
         )
     if not _TARGET_MODEL.fullmatch(value):
         return _constraint(

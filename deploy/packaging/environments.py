@@ -9,6 +9,16 @@ to the model folder, as SageMaker extracts archives wherever it likes:
     parameters { key: "EXECUTION_ENV_PATH"
                  value { string_value: "$$TRITON_MODEL_DIRECTORY/python-env.tar.gz" } }
 
+Every copy of the model in the archive gets both: the folder at the archive's
+root (the model itself, an ensemble's step) and each bundle under `deps/` of
+a BLS model that calls it (`layout`), whose `deps/<model>.json` (the config
+the caller hands `pb_utils.load_model`) names the environment too. Triton
+writes the files the caller passes to a folder of its own and makes that the
+bundled model's `$$TRITON_MODEL_DIRECTORY`, so the caller's loader puts the
+bundle's folder in its place (`model_packages/examples/bls_addsub`). Identical
+bundles stay identical (the same cached environment and config), so their
+digests (`bundles`) stay equal.
+
 The requirements file lists specifiers only, and pip installs wheels from the
 index the user chose (`deploy.envs.requirements`, `deploy.envs.installer`).
 The repository itself is not changed.
@@ -19,11 +29,20 @@ from __future__ import annotations
 import stat
 import time
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from deploy.catalogue.images import ImagePython
 from deploy.envs.build import cached_environment
 from deploy.errors import EnvBuildError, PackagingError
-from deploy.packaging.layout import FILE_MODE, RECENT_NS, Entry, change_key_of
+from deploy.packaging.layout import (
+    DEPS_FOLDER,
+    FILE_MODE,
+    RECENT_NS,
+    Entry,
+    change_key_of,
+    config_json,
+    named_config,
+)
 from deploy.repository import CONFIG_FILE, Model, Repository, format_config
 
 REQUIREMENTS_FILE = "requirements.txt"
@@ -51,7 +70,7 @@ def with_environments(
         model = repository.models[name]
         if not needs_environment(model):
             continue
-        arcroot = _arcroot(result, model)
+        copies = _copies(result, model)
         if ENV_PARAMETER in model.config.parameters:
             raise PackagingError(
                 f"model {name!r} has both {REQUIREMENTS_FILE} and an {ENV_PARAMETER} parameter",
@@ -66,27 +85,40 @@ def with_environments(
                 fix=f"rename or remove {ENV_FILE}",
             )
         env = _build(model, image, cache_dir, index)
-        config_name = str(arcroot / CONFIG_FILE)
-        result = [e for e in result if e.arcname != config_name]
-        data = _config_text(model).encode("utf-8")
-        result.append(
-            Entry(arcname=config_name, kind="file", mode=FILE_MODE, size=len(data), data=data)
-        )
-        result.append(_file_entry(env, arcroot / ENV_FILE))
+        config = named_config(model)
+        config.parameters[ENV_PARAMETER].string_value = ENV_VALUE
+        generated = {str(root / CONFIG_FILE): _config_text(config) for root in copies}
+        for root in copies:
+            if root.parent.name == DEPS_FOLDER:  # bundled: its caller loads it with this config
+                generated[str(root.parent / f"{name}.json")] = config_json(config)
+        result = [e for e in result if e.arcname not in generated]
+        result += [
+            Entry(arcname=arcname, kind="file", mode=FILE_MODE, size=len(data), data=data)
+            for arcname, data in generated.items()
+        ]
+        result += [_file_entry(env, root / ENV_FILE) for root in copies]
     return sorted(result, key=lambda e: e.arcname)
 
 
-def _arcroot(entries: list[Entry], model: Model) -> PurePosixPath:
-    """Where the model's folder sits in the archive (at the root, or under deps/)."""
+def _copies(entries: list[Entry], model: Model) -> list[PurePosixPath]:
+    """Every folder of the archive that holds the model: at the archive's root, and
+    under `deps/` of each model that bundles it (beside the `<name>.json` that
+    `layout` generates, which no repository file can be)."""
+    members = {entry.arcname: entry for entry in entries}
+    top = members.get(model.name)
+    roots = [PurePosixPath(model.name)] if top is not None and top.kind == "dir" else []
     for entry in entries:
         path = PurePosixPath(entry.arcname)
-        if path.name == REQUIREMENTS_FILE and path.parent.name == model.name:
-            return path.parent
-    raise PackagingError(
-        f"{REQUIREMENTS_FILE} of model {model.name!r} is not in its archive",
-        where=str(model.path / REQUIREMENTS_FILE),
-        fix="make it a regular file in the model folder",
-    )
+        if entry.data is not None and path.parent.name == DEPS_FOLDER:
+            roots += [path.parent / model.name] if path.name == f"{model.name}.json" else []
+    for root in roots or [PurePosixPath(model.name)]:
+        if str(root / REQUIREMENTS_FILE) not in members:
+            raise PackagingError(
+                f"{REQUIREMENTS_FILE} of model {model.name!r} is not in its archive",
+                where=str(model.path / REQUIREMENTS_FILE),
+                fix="make it a regular file in the model folder",
+            )
+    return roots
 
 
 def _build(model: Model, image: ImagePython, cache_dir: Path | None, index: str | None) -> Path:
@@ -105,15 +137,11 @@ def _build(model: Model, image: ImagePython, cache_dir: Path | None, index: str 
     return built.path
 
 
-def _config_text(model: Model) -> str:
-    config = type(model.config)()
-    config.CopyFrom(model.config)
-    config.name = model.name
-    config.parameters[ENV_PARAMETER].string_value = ENV_VALUE
+def _config_text(config: Any) -> bytes:
     header = (
         f"# {ENV_PARAMETER} names the environment deploy package built from {REQUIREMENTS_FILE}\n"
     )
-    return header + format_config(config)
+    return (header + format_config(config)).encode("utf-8")
 
 
 def _file_entry(path: Path, arcname: PurePosixPath) -> Entry:

@@ -26,6 +26,7 @@ import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from google.protobuf import json_format
 
@@ -177,7 +178,7 @@ def _add_model(
         for dependency in model.dependencies:
             dep = _require(repo, dependency, referrer=model)
             _add_model(repo, dep, deps / dep.name, entries, contains, (*chain, model.name))
-            data = _config_json(dep)
+            data = config_json(named_config(dep))
             entries.append(
                 Entry(
                     arcname=str(deps / f"{dep.name}.json"),
@@ -190,17 +191,20 @@ def _add_model(
 
 
 def _completed_config_text(model: Model) -> bytes:
-    config = type(model.config)()
-    config.CopyFrom(model.config)
-    config.name = model.name
+    config = named_config(model)
     return (COMPLETED_CONFIG_HEADER + "\n" + format_config(config)).encode("utf-8")
 
 
-def _config_json(model: Model) -> bytes:
-    """The model's config in Triton's JSON form (what `pb_utils.load_model` takes)."""
+def named_config(model: Model) -> Any:
+    """A copy of the model's config, named as its folder."""
     config = type(model.config)()
     config.CopyFrom(model.config)
     config.name = model.name
+    return config
+
+
+def config_json(config: Any) -> bytes:
+    """A config in Triton's JSON form (what `pb_utils.load_model` takes: `deps/<name>.json`)."""
     document = json_format.MessageToDict(config, preserving_proto_field_name=True)
     return (json.dumps(document, indent=1, sort_keys=True) + "\n").encode("utf-8")
 

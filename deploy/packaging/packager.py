@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from deploy.catalogue.images import DEFAULT_TRITON_VERSION, image_python
-from deploy.client.manifest import MULTI_MODEL
+from deploy.client.manifest import MULTI_MODEL, written
 from deploy.errors import PackagingError
 from deploy.packaging.archive import write_archive
 from deploy.packaging.atomic import AtomicFile, remove_stale_partials
@@ -180,7 +180,7 @@ def _package_repository(
             raise _write_error(result.entry.name, out, exc) from exc
         cache.remember_archive(result.path, str(result.entry.sha256))
     _check_bundles(packaged)
-    manifest = Manifest(MULTI_MODEL, {p.entry.name: p.entry for p in packaged})
+    manifest = written(Manifest(MULTI_MODEL, {p.entry.name: p.entry for p in packaged}))
     manifest_path = write_manifest(out, manifest)
     removed = _remove_unreferenced(out, repository, manifest, previous)
     cache.forget_except(

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import re
 
+from deploy.hosting.limits import MAX_TARGET_MODEL
+
 MODEL_NAME_CHARACTERS = "letters A-Z and a-z, digits, '_', '.' and '-' (not first)"
 TARGET_MODEL_CHARACTERS = f"{MODEL_NAME_CHARACTERS} and '/' between folders"
 # `<name>-<16 hex>.tar.gz` and its hidden partial file must fit a file name (255 bytes).
 MAX_MODEL_NAME = 200
-MAX_TARGET_MODEL = 1024  # SageMaker's TargetModel limit
 
 _MODEL_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
 _TARGET_MODEL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/]*")

@@ -2,8 +2,10 @@
 
 Routes: `POST /v2/models/{model}/infer`, `GET /v2/models/{model}`,
 `GET /v2/health/ready`. The model name is looked up in the model store's
-manifest to find its `TargetModel`; the request goes to the endpoint in
-Triton's binary protocol and comes back as KServe v2 JSON.
+manifest, which also says how the endpoint is addressed (its `TargetModel`,
+or the router's `target_model` parameter) and the largest request it takes;
+the request goes to the endpoint in Triton's binary protocol and comes back
+as KServe v2 JSON.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from . import fast_json, passthrough
 from .binary import decode_response, encode_request
 from .logs import get_logger
 from .manifest import ManifestCache, ManifestError
-from .manifest_format import TensorSpec
+from .manifest_format import ROUTER_PARAMETER, TARGET_MODEL_HEADER, TensorSpec
 from .request import Body, RequestError, parse_body, read_body
 
 log = get_logger()
@@ -137,21 +139,35 @@ class FrontDoor:
         """Answer one request: v2 JSON (`str`/`bytes` or a JSON `Body`) or the binary protocol."""
         if not isinstance(body, Body):
             body = Body(body)
-        entry = self._manifest.model(model)
-        if entry is None:
+        found = self._manifest.lookup(model)
+        if found is None:
             return _error(404, f"unknown model {model!r}")
+        manifest, entry = found
+        # How the endpoint is addressed, as the manifest publishes it.
+        addressed: dict[str, Any] = {}
+        routed: dict[str, Any] = {}
+        if manifest.addressing == TARGET_MODEL_HEADER:
+            addressed["TargetModel"] = entry.target_model
+        else:
+            routed[ROUTER_PARAMETER] = entry.target_model
         # Every RequestError (400/415) is raised here, before the endpoint is called.
         binary = body.header_size is not None
         if binary:
-            payload, content_type = passthrough.forward_request(body)
+            payload, content_type = passthrough.forward_request(body, extra=routed)
         else:
-            payload, content_type = encode_request(parse_body(body.data))
+            payload, content_type = encode_request(parse_body(body.data), extra=routed)
+        if len(payload) > manifest.max_request_bytes:
+            return _error(
+                413,
+                f"the request is {len(payload)} bytes in Triton's binary protocol, over the "
+                f"{manifest.max_request_bytes} bytes the endpoint takes: send fewer rows",
+            )
         try:
             result = self._runtime.invoke_endpoint(
                 EndpointName=self._endpoint_name,
-                TargetModel=entry.target_model,
                 ContentType=content_type,
                 Body=payload,
+                **addressed,
             )
         except Exception as exc:  # botocore ClientError and transport errors
             return _invoke_error(exc)

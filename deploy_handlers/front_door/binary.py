@@ -199,8 +199,10 @@ def _decode_bytes(raw: bytes, count: int) -> tuple[list[Any], str | None]:
         return [base64.b64encode(e).decode("ascii") for e in elements], "base64"
 
 
-def encode_request(request: Any) -> tuple[bytes, str]:
-    """A v2 JSON inference request → (binary body, content type); `RequestError` if malformed."""
+def encode_request(request: Any, *, extra: dict[str, Any] | None = None) -> tuple[bytes, str]:
+    """A v2 JSON inference request → (binary body, content type); `RequestError` if malformed.
+
+    `extra` parameters are added to the request's own (and win over them)."""
     checked = check_request(request)
     header_inputs: list[dict[str, Any]] = []
     chunks: list[bytes] = []
@@ -226,7 +228,7 @@ def encode_request(request: Any) -> tuple[bytes, str]:
         ]
     else:
         parameters["binary_data_output"] = True
-    header["parameters"] = parameters
+    header["parameters"] = {**parameters, **(extra or {})}
     header_bytes = fast_json.dumps(header)
     content_type = f"{BINARY_CONTENT_TYPE};{HEADER_SIZE_PARAM}={len(header_bytes)}"
     return header_bytes + b"".join(chunks), content_type

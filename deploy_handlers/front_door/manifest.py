@@ -8,10 +8,10 @@ the Lambda bundle holds `deploy_handlers/` only.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from .manifest_format import ManifestFormatError, ModelInfo, loads
+from .manifest_format import Manifest, ManifestFormatError, ModelInfo, loads
 
 
 class ManifestError(Exception):
@@ -32,28 +32,34 @@ class ManifestCache:
     ) -> None:
         self._s3, self._bucket, self._key = s3, bucket, key
         self._ttl_s, self._clock = ttl_s, clock
-        self._models: Mapping[str, ModelInfo] | None = None
+        self._manifest: Manifest | None = None
         self._fetched_at = 0.0
 
     def model(self, name: str) -> ModelInfo | None:
-        models = self._load(force=False)
-        if name not in models and self._clock() - self._fetched_at > 1.0:
-            # A model published since the last read: look once more, not on every miss.
-            models = self._load(force=True)
-        return models.get(name)
+        found = self.lookup(name)
+        return found[1] if found is not None else None
 
-    def _load(self, *, force: bool) -> Mapping[str, ModelInfo]:
+    def lookup(self, name: str) -> tuple[Manifest, ModelInfo] | None:
+        """The manifest naming model `name`, and its entry (None: no such model)."""
+        manifest = self._load(force=False)
+        if name not in manifest.models and self._clock() - self._fetched_at > 1.0:
+            # A model published since the last read: look once more, not on every miss.
+            manifest = self._load(force=True)
+        entry = manifest.models.get(name)
+        return (manifest, entry) if entry is not None else None
+
+    def _load(self, *, force: bool) -> Manifest:
         now = self._clock()
-        if self._models is not None and not force and now - self._fetched_at < self._ttl_s:
-            return self._models
+        if self._manifest is not None and not force and now - self._fetched_at < self._ttl_s:
+            return self._manifest
         where = f"s3://{self._bucket}/{self._key}"
         try:
             raw = self._s3.get_object(Bucket=self._bucket, Key=self._key)["Body"].read()
         except Exception as exc:  # botocore errors and transport errors alike
             raise ManifestError(f"cannot read {where}: {exc}") from exc
         try:
-            models = loads(raw, where).models
+            manifest = loads(raw, where)
         except ManifestFormatError as exc:
             raise ManifestError(str(exc)) from exc
-        self._models, self._fetched_at = models, now
-        return models
+        self._manifest, self._fetched_at = manifest, now
+        return manifest

@@ -9,26 +9,51 @@ and the Lambda bundle (deploy_handlers/) carries a byte-for-byte copy of this fi
 
     {"format": 1, "hosting": "multi-model" | "single-model" | "async" | "serverless",
      "router": "router",                        (router layouts)
-     "archive": {"key", "sha256", "bytes"},     (router layouts: the one archive)
      "models": {NAME: {"name", "target_model", "max_batch_size", "inputs", "outputs",
                        "kind", "sha256", "bytes", "source_digest", "backend",
                        "platform", "contains", ...}},
+     "archive": {"key", "sha256", "bytes"},     (router layouts: the one archive)
      "async_inference": {"input_prefix", "output_prefix", "failure_prefix"},
                                                 (async: s3:// URLs ending in "/"; the
                                                  published manifest has them, a package
                                                  before `deploy up` binds it to a stage not)
      "async_lane": {"endpoint_name", "input_prefix", "output_prefix", "failure_prefix",
-                    "archive"},                 (a real-time endpoint's asynchronous
+                    "archive"},
+                                                (a real-time endpoint's asynchronous
                                                  partner for requests over 6 MB; `archive`:
                                                  its router archive's key, for `deploy up`)
-     ...}                                       (keys of a hosting mode: kept as they are)
+     "format_minor": 1,                         (1.1 on: see Versions)
+     "invoke": {"addressing", "max_request_bytes"},
+                                                (1.1 on: how a client calls the endpoint)
+     ...}                                       (keys a reader does not know: kept as they are)
 
 `target_model` is what a client names the model with: the TargetModel of a
 multi-model endpoint (the archive's key), or the request parameter
 `target_model` that the router of a single-model endpoint reads. Which of
-the two a hosting uses is `ADDRESSING[hosting]`. Keys this module does not
-know are kept (`extra`) and written back unchanged, so a newer writer's
-additions survive an older reader.
+the two a hosting uses, and the largest request body it takes, the manifest
+publishes in `invoke` (`addressing`: `TARGET_MODEL_HEADER`, `ROUTER`, or
+`INFERENCE_COMPONENT_HEADER`, which this version does not send yet and so
+refuses; `max_request_bytes`). A manifest without it
+(format 1.0) gets them from `ADDRESSING[hosting]` and `MAX_REQUEST_BYTES[hosting]`.
+An async lane is an endpoint of hosting async: it takes `MAX_REQUEST_BYTES[ASYNC]`.
+
+Versions. The version is `format` (the major, an integer) and `format_minor`
+(absent: 0), written 1.1 today. SDKs already in users' applications read the
+manifests that a newer `deploy` publishes, and the reverse, by one rule:
+- A minor only adds: new optional keys or sections, appended after the keys
+  an older reader knows. It never changes what a key already means.
+- A reader accepts every minor of its own major. It keeps the keys it does
+  not know (`extra`) and writes them back unchanged and in place, so a
+  manifest an older version re-writes keeps a newer one's additions (the
+  1.0 reader did so everywhere but inside `async_lane`).
+- A value a reader would have to act on and cannot (a hosting or addressing
+  it does not know) is refused with an error naming it, rather than guessed.
+  A hosting it does not know is read when `invoke` names an addressing it does.
+- Anything else is a new major. A reader refuses another major with an error
+  naming both versions and the fix: upgrade deploy (the SDK) where the major
+  is newer, re-package with this version where it is older.
+Writers write the newest minor; a manifest read and written again (`dump`)
+keeps its own version and bytes.
 """
 
 from __future__ import annotations
@@ -36,12 +61,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 MANIFEST_NAME = "manifest.json"
-MANIFEST_FORMAT = 1
+MANIFEST_FORMAT = 1  # the major: readers refuse any other
+MANIFEST_MINOR = 1  # the newest minor, which writers write; readers accept any
 # The largest manifest any reader accepts. A model's entry is about 1 KB, so this
 # holds thousands of models; readers check it before reading (a file's size, an
 # object's or a response's length) so that a manifest from someone else cannot
@@ -60,11 +86,29 @@ HOSTINGS = (MULTI_MODEL, SINGLE_MODEL, ASYNC, SERVERLESS)
 TARGET_MODEL_HEADER = "target-model-header"
 ROUTER = "router-parameter"
 ROUTER_PARAMETER = "target_model"
+# An inference component's name in the X-Amzn-SageMaker-Inference-Component header
+# (InferenceComponentName): published by a hosting that uses it; this version sends
+# the two above only, so a reader refuses it (`ADDRESSINGS` are those it sends).
+INFERENCE_COMPONENT_HEADER = "inference-component-header"
+ADDRESSINGS = frozenset({TARGET_MODEL_HEADER, ROUTER})
 ADDRESSING: Mapping[str, str] = {
     MULTI_MODEL: TARGET_MODEL_HEADER,
     SINGLE_MODEL: ROUTER,
     ASYNC: ROUTER,
     SERVERLESS: ROUTER,
+}
+
+# The largest request body each hosting's endpoint takes: InvokeEndpoint 6 MB
+# (real-time), 4 MB (serverless); InvokeEndpointAsync 1 GB (the body goes through S3).
+MIB = 1024 * 1024
+REALTIME_MAX_REQUEST = 6 * MIB
+SERVERLESS_MAX_REQUEST = 4 * MIB
+ASYNC_MAX_REQUEST = 1024 * MIB
+MAX_REQUEST_BYTES: Mapping[str, int] = {
+    MULTI_MODEL: REALTIME_MAX_REQUEST,
+    SINGLE_MODEL: REALTIME_MAX_REQUEST,
+    ASYNC: ASYNC_MAX_REQUEST,
+    SERVERLESS: SERVERLESS_MAX_REQUEST,
 }
 
 # The KServe v2 datatype names a tensor may declare.
@@ -87,6 +131,10 @@ DATATYPES = frozenset(
     }
 )
 KINDS = frozenset({"model", "ensemble", "bls"})
+_UPGRADE = (
+    "a newer deploy wrote it: upgrade deploy where it is read "
+    "(pip install -U triton-sagemaker-deploy)"
+)
 
 _MODEL_KEYS = (
     "name",
@@ -219,9 +267,35 @@ class AsyncLane:
 
     endpoint_name: str
     locations: AsyncLocations
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def request_limit(self) -> int:
+        """The largest request body the lane takes: an async endpoint's."""
+        return MAX_REQUEST_BYTES[ASYNC]
 
     def to_document(self) -> dict[str, Any]:
-        return {"endpoint_name": self.endpoint_name, **self.locations.to_document()}
+        document = {"endpoint_name": self.endpoint_name, **self.locations.to_document()}
+        return document | dict(self.extra)
+
+
+@dataclass(frozen=True, slots=True)
+class Invoke:
+    """How a client calls the endpoint (format 1.1 on): how a request names its
+    model (`addressing`) and the largest request body it takes."""
+
+    addressing: str
+    max_request_bytes: int
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, hosting: str) -> Invoke:
+        """What a hosting mode of this version publishes."""
+        return cls(ADDRESSING[hosting], MAX_REQUEST_BYTES[hosting])
+
+    def to_document(self) -> dict[str, Any]:
+        document = {"addressing": self.addressing, "max_request_bytes": self.max_request_bytes}
+        return document | dict(self.extra)
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +304,9 @@ class Manifest:
 
     `async_inference` is set for hosting async; `async_lane` when a real-time
     endpoint is paired with an asynchronous one for requests over 6 MB.
+    `format_minor` is the minor read (0 when built here, until `written` sets
+    `MANIFEST_MINOR`); `invoke` is None in a format 1.0 manifest. Change one
+    with `replace` or the `with_*` functions below, which return a new manifest.
     """
 
     hosting: str
@@ -240,11 +317,27 @@ class Manifest:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     async_inference: AsyncLocations | None = None
     async_lane: AsyncLane | None = None
+    format_minor: int = 0
+    invoke: Invoke | None = None
+
+    @property
+    def version(self) -> str:
+        """`major.minor`, as errors name it."""
+        return f"{MANIFEST_FORMAT}.{self.format_minor}"
 
     @property
     def addressing(self) -> str:
-        """`TARGET_MODEL_HEADER` or `ROUTER`: how a request names its model."""
-        return ADDRESSING[self.hosting]
+        """`TARGET_MODEL_HEADER` or `ROUTER`: how a request names its model (as
+        published, else as this version's hosting table says)."""
+        return self.invoke.addressing if self.invoke is not None else ADDRESSING[self.hosting]
+
+    @property
+    def max_request_bytes(self) -> int:
+        """The largest request body the endpoint takes (as published, else as this
+        version's table says for the hosting)."""
+        if self.invoke is not None:
+            return self.invoke.max_request_bytes
+        return MAX_REQUEST_BYTES[self.hosting]
 
     def find(self, name: str) -> ModelInfo | None:
         """A model by logical name, or by its current TargetModel."""
@@ -264,6 +357,11 @@ class Manifest:
             document["async_inference"] = self.async_inference.to_document()
         if self.async_lane is not None:
             document["async_lane"] = self.async_lane.to_document()
+        # 1.1 on, after what a 1.0 reader knows (it keeps these as extras, at the end).
+        if self.format_minor:
+            document["format_minor"] = self.format_minor
+        if self.invoke is not None:
+            document["invoke"] = self.invoke.to_document()
         return document | dict(self.extra)
 
     @classmethod
@@ -279,20 +377,46 @@ class Manifest:
         return read(path)
 
 
+def written(manifest: Manifest) -> Manifest:
+    """`manifest` as this version writes it: the newest minor, with `invoke`."""
+    return replace(manifest, format_minor=MANIFEST_MINOR, invoke=Invoke.of(manifest.hosting))
+
+
+def with_async_inference(manifest: Manifest, locations: AsyncLocations) -> Manifest:
+    """An asynchronous endpoint's manifest: hosting async, its S3 prefixes."""
+    invoke = Invoke.of(ASYNC) if manifest.invoke is not None else None
+    return replace(manifest, hosting=ASYNC, async_inference=locations, invoke=invoke)
+
+
+def with_archive_key(manifest: Manifest, key: str) -> Manifest:
+    """A router layout's manifest whose archive is stored under `key` (as published)."""
+    if manifest.archive is None:
+        raise ManifestFormatError("names no archive", where=manifest.source)
+    return replace(manifest, archive=replace(manifest.archive, key=key))
+
+
+def with_lane_archive(manifest: Manifest, key: str) -> Manifest:
+    """A manifest whose async lane names its router archive's `key` (for `deploy up`)."""
+    lane = manifest.async_lane
+    if lane is None:
+        return manifest
+    return replace(manifest, async_lane=replace(lane, extra={**lane.extra, "archive": key}))
+
+
 def parse(document: Any, source: str) -> Manifest:
     """A decoded manifest, checked; `source` names the file in errors."""
     if not isinstance(document, dict):
         raise ManifestFormatError("is not a JSON object", where=source)
-    if document.get("format") != MANIFEST_FORMAT:
-        raise ManifestFormatError(
-            f"has format {document.get('format')!r}; this version reads format {MANIFEST_FORMAT}",
-            where=source,
-            fix="upgrade deploy, or re-run `deploy package` with this version",
-        )
+    minor = _version(document, source)
+    invoke = None
+    if document.get("invoke") is not None:
+        invoke = _invoke(document["invoke"], f"{source}: invoke")
     hosting = document.get("hosting", MULTI_MODEL)
-    if hosting not in HOSTINGS:
+    if not isinstance(hosting, str) or (hosting not in HOSTINGS and invoke is None):
         raise ManifestFormatError(
-            f"has unknown hosting {hosting!r} (known: {', '.join(HOSTINGS)})", where=source
+            f"has unknown hosting {hosting!r} (known: {', '.join(HOSTINGS)})",
+            where=source,
+            fix=_UPGRADE,
         )
     models = document.get("models")
     if not isinstance(models, dict):
@@ -311,9 +435,62 @@ def parse(document: Any, source: str) -> Manifest:
     lane = None
     if document.get("async_lane") is not None:
         lane = _lane(document["async_lane"], f"{source}: async_lane")
-    known = {"format", "hosting", "router", "models", "archive", "async_inference", "async_lane"}
+    known = {
+        "format",
+        "hosting",
+        "router",
+        "models",
+        "archive",
+        "async_inference",
+        "async_lane",
+        "format_minor",
+        "invoke",
+    }
     extra = {key: value for key, value in document.items() if key not in known}
-    return Manifest(hosting, parsed, source, router, archive, extra, locations, lane)
+    return Manifest(hosting, parsed, source, router, archive, extra, locations, lane, minor, invoke)
+
+
+def _version(document: Mapping[str, Any], source: str) -> int:
+    """The minor of a manifest of this major (see Versions in the module docstring)."""
+    major, minor = document.get("format"), document.get("format_minor", 0)
+    if type(minor) is not int or minor < 0:
+        raise ManifestFormatError(f"has invalid format_minor {minor!r}", where=source)
+    if major == MANIFEST_FORMAT and type(major) is int:
+        return minor
+    if type(major) is not int:
+        raise ManifestFormatError(
+            f"has format {major!r}, not a major version number; this version reads "
+            f"format {MANIFEST_FORMAT}.x",
+            where=source,
+            fix="this is not a manifest `deploy package` wrote: check where it comes from",
+        )
+    if major > MANIFEST_FORMAT:
+        fix = f"{_UPGRADE}, or publish it with the deploy version of the SDK that reads it"
+    else:
+        fix = "an older deploy wrote it: re-run `deploy package` (or `deploy up`) with this version"
+    raise ManifestFormatError(
+        f"has format {major}.{minor}; this version reads format {MANIFEST_FORMAT}.x "
+        f"(written {MANIFEST_FORMAT}.{MANIFEST_MINOR})",
+        where=source,
+        fix=fix,
+    )
+
+
+def _invoke(entry: Any, where: str) -> Invoke:
+    if not isinstance(entry, dict):
+        raise ManifestFormatError("is not an object", where=where)
+    addressing, limit = entry.get("addressing"), entry.get("max_request_bytes")
+    if addressing not in ADDRESSINGS:
+        raise ManifestFormatError(
+            f"has addressing {addressing!r}, which this version cannot send "
+            f"(it sends: {', '.join(sorted(ADDRESSINGS))})",
+            where=where,
+            fix=_UPGRADE,
+        )
+    if type(limit) is not int or limit <= 0:
+        raise ManifestFormatError(f"has invalid max_request_bytes {limit!r}", where=where)
+    extra = {k: v for k, v in entry.items() if k not in {"addressing", "max_request_bytes"}}
+    return Invoke(addressing, limit, extra)
 
 
 def check_size(size: int, source: str, *, at_least: bool = False) -> None:
@@ -458,7 +635,9 @@ def _lane(entry: Any, where: str) -> AsyncLane:
     name = entry.get("endpoint_name")
     if not isinstance(name, str) or not name:
         raise ManifestFormatError("has no endpoint_name", where=where)
-    return AsyncLane(name, _locations(entry, where))
+    known = {"endpoint_name", "input_prefix", "output_prefix", "failure_prefix"}
+    extra = {key: value for key, value in entry.items() if key not in known}
+    return AsyncLane(name, _locations(entry, where), extra)
 
 
 def _tensors(entries: Any, where: str) -> tuple[TensorSpec, ...]:

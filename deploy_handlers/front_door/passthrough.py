@@ -26,14 +26,24 @@ from .request import (
 )
 
 
-def forward_request(body: Body) -> tuple[bytes, str]:
-    """(body, content type) to send on, after the JSON header is checked; `RequestError` if not."""
+def forward_request(body: Body, *, extra: dict[str, Any] | None = None) -> tuple[bytes, str]:
+    """(body, content type) to send on, after the JSON header is checked; `RequestError` if not.
+
+    `extra` parameters (a router endpoint's model name) are added to the request's own and
+    win over them: only the small JSON header is written again, the tensor bytes follow as
+    they came."""
     data, size = body.data, body.header_size
     if not isinstance(data, bytes) or size is None:
         raise TypeError("forward_request takes a binary-protocol body (read_body's)")
     header = parse_json(memoryview(data)[:size], "the binary request's JSON header")
     check_request(header, binary_bytes=len(data) - size)
-    return data, f"{BINARY_CONTENT_TYPE};{HEADER_SIZE_PARAM}={size}"
+    if not extra:
+        return data, f"{BINARY_CONTENT_TYPE};{HEADER_SIZE_PARAM}={size}"
+    parameters = header.get("parameters")
+    header["parameters"] = {**(parameters if isinstance(parameters, dict) else {}), **extra}
+    header_bytes = fast_json.dumps(header)
+    content_type = f"{BINARY_CONTENT_TYPE};{HEADER_SIZE_PARAM}={len(header_bytes)}"
+    return header_bytes + memoryview(data)[size:], content_type
 
 
 def answer(body: bytes, content_type: str, model: str) -> tuple[bytes, str]:

@@ -29,8 +29,8 @@ from aws_cdk import aws_sns as sns
 from cdk_nag import RegexAppliesTo
 from constructs import Construct
 
-from deploy.async_inference.layout import ASYNC_MAX_PAYLOAD
 from deploy.guardrails import TrafficPolicy
+from deploy.hosting.limits import ASYNC_MAX_PAYLOAD
 from deploy_infra.constructs.sagemaker_endpoint import (
     VARIANT_NAME,
     blue_green_endpoint,

@@ -591,8 +591,8 @@ def test_deploy_serve_hosting_async_serves_a_packaged_store(
     import subprocess
     import sys
 
+    from deploy.hosting.router_archive import package_single_model
     from deploy.local.state import read_state
-    from deploy.neuron.package import package_single_model
 
     # GIVEN a router-layout store (one archive + manifest) packaged from a repository
     repository = tmp_path / "repo"

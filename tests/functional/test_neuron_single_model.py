@@ -196,9 +196,9 @@ def test_the_image_serve_script_serves_the_layout(
 
     import tritonclient.http as triton_http
 
+    from deploy.hosting.router_archive import package_single_model
     from deploy.local.supervisor import free_port, ping
     from deploy.local.triton import find_triton, prepare_backends, triton_environment
-    from deploy.neuron.package import package_single_model
 
     install = find_triton()
     # As SageMaker does: the single-model archive extracted into /opt/ml/model.
@@ -287,8 +287,8 @@ def test_deploy_serve_single_model_command(repository: Path, tmp_path: Path) -> 
     import time
 
     from deploy.client import Endpoint
+    from deploy.hosting.router_model import write_manifest
     from deploy.local.supervisor import free_port, ping
-    from deploy.neuron.router import write_manifest
 
     port = free_port()
     log = tmp_path / "serve.log"

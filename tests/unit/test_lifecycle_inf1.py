@@ -152,13 +152,14 @@ def test_validate_accepts_inf1_sizes_and_still_refuses_other_neuron_families(
         validate(load_settings(instance_type="ml.inf2.xlarge"), tmp_path, models=False)
 
 
-def test_a_provider_without_single_model_hosting_is_refused(tmp_path: Path) -> None:
+def test_a_provider_without_the_stages_hosting_is_refused(tmp_path: Path) -> None:
     from deploy.lifecycle.local_provider import LocalProvider
     from deploy.lifecycle.progress import SilentReporter
     from deploy.lifecycle.up import UpOptions, up
 
-    settings = load_settings(hosting="single-model")
-    with pytest.raises(ConfigError, match="deploy serve --hosting single-model") as raised:
+    # The local provider hosts every mode the local endpoint serves without S3.
+    settings = load_settings(hosting="async")
+    with pytest.raises(ConfigError, match="deploy serve --hosting async") as raised:
         up(
             settings,
             LocalProvider(state_dir=tmp_path),

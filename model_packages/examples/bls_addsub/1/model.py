@@ -6,6 +6,13 @@ parameter under `<this model>/deps/<name>/` together with `<name>.json`, the
 dependency's config in Triton's JSON form. `initialize` loads each bundled
 dependency under its own name; in a plain model repository (no `deps/`)
 Triton already serves it.
+
+Triton writes the `files` of `load_model` to a folder of its own, which is the
+dependency's `$$TRITON_MODEL_DIRECTORY`; the config names the dependency's
+execution environment (built from its requirements.txt) in the bundle instead,
+where it stays. Only the model's own files are passed: python_backend keeps
+just one of several `files` intact (`ModelLoader::LoadModel` points every
+file at one reused buffer), and the environment can be large.
 """
 
 import json
@@ -13,6 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
+
+
+NOT_PASSED = ("config.pbtxt", "requirements.txt", "python-env.tar.gz")
 
 
 def load_bundled_dependencies(args):
@@ -26,9 +36,10 @@ def load_bundled_dependencies(args):
         files = {
             f"file:{path.relative_to(bundle).as_posix()}": path.read_bytes()
             for path in sorted(bundle.rglob("*"))
-            if path.is_file() and path.relative_to(bundle).parts[0] != "config.pbtxt"
+            if path.is_file() and path.relative_to(bundle).parts[0] not in NOT_PASSED
         }
         dependency_config = (model_dir / "deps" / f"{name}.json").read_text(encoding="utf-8")
+        dependency_config = dependency_config.replace("$$TRITON_MODEL_DIRECTORY", str(bundle))
         pb_utils.load_model(model_name=name, config=dependency_config, files=files)
 
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from deploy.cli import app
 from deploy.client import Manifest
-from deploy.neuron.package import package_single_model
+from deploy.hosting.router_archive import package_single_model
 
 
 def _model(repository: Path, name: str, start: int, end: int) -> None:
@@ -88,7 +88,7 @@ def test_cli_checks_the_core_plan_before_writing(repository: Path, tmp_path: Pat
 
 def test_sdk_finds_the_manifest_next_to_the_single_model_archive() -> None:
     from deploy.client._manifest import manifest_url_for
-    from deploy.neuron.package import ARCHIVE_NAME, MANIFEST_NAME
+    from deploy.hosting.router_archive import ARCHIVE_NAME, MANIFEST_NAME
 
     # The inf1 stage's ModelDataUrl is the archive itself; the manifest sits beside it.
     url = f"s3://store/models/inf1/{ARCHIVE_NAME}"

@@ -10,8 +10,8 @@ import pytest
 from google.protobuf import text_format
 
 from deploy.client import Manifest
-from deploy.errors import NeuronError
-from deploy.neuron.router import (
+from deploy.errors import RouterError
+from deploy.hosting.router_model import (
     read_models,
     router_config_text,
     single_model_manifest,
@@ -64,14 +64,14 @@ def test_router_declares_every_tensor_once_optional_any_size(repository: Path) -
 
 def test_conflicting_tensor_names_the_two_models(repository: Path) -> None:
     _model(repository, "vector", IMAGE.replace("dims: [3, 32, 32]", "dims: [4]"))
-    with pytest.raises(NeuronError, match="input INPUT__0 is FP32 of rank 4 in image") as raised:
+    with pytest.raises(RouterError, match="input INPUT__0 is FP32 of rank 4 in image") as raised:
         router_config_text(read_models(repository))
     assert raised.value.where == "image, vector"
     assert "rename" in (raised.value.fix or "")
 
 
 def test_router_name_must_be_free(repository: Path) -> None:
-    with pytest.raises(NeuronError, match="already named 'image'"):
+    with pytest.raises(RouterError, match="already named 'image'"):
         router_config_text(read_models(repository), name="image")
 
 
@@ -102,7 +102,7 @@ def test_manifest_is_read_by_the_sdk_as_single_model(repository: Path, tmp_path:
 
 
 def test_empty_repository_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(NeuronError, match="no model folders"):
+    with pytest.raises(RouterError, match="no model folders"):
         read_models(tmp_path)
-    with pytest.raises(NeuronError, match="not found"):
+    with pytest.raises(RouterError, match="not found"):
         read_models(tmp_path / "missing")

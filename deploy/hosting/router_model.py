@@ -1,4 +1,7 @@
-"""The inf1 layout: every model of a repository behind one generated router model.
+"""The router model: every model of a repository behind one generated Triton model.
+
+The router layouts (`deploy.hosting.router`: single-model, async and serverless
+endpoints, and ml.inf1, which runs no multi-model endpoints) serve it.
 
 SageMaker's single-model mode serves one default model at `/invocations`
 (SAGEMAKER_TRITON_DEFAULT_MODEL_NAME). The router generated here is that
@@ -18,19 +21,31 @@ import shutil
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from deploy._files import atomic_write_bytes, with_umask
-from deploy.client.manifest import SINGLE_MODEL, Manifest, ModelInfo, TensorSpec, dump
-from deploy.errors import NeuronError
-from deploy.neuron.generate import MODEL_VERSION, template_text
+from deploy.client.manifest import (
+    SINGLE_MODEL,
+    Manifest,
+    ModelInfo,
+    TensorSpec,
+    dump,
+    written,
+)
+from deploy.errors import RouterError
 from deploy.repository import DEPENDENCIES_PARAMETER
 from deploy.repository.bls import literal_callees
 
 ROUTER_NAME = "router"
 ROUTER_TEMPLATE = "router_model.py.tmpl"
 DEFAULT_ROUTER_INSTANCES = 4
+MODEL_VERSION = "1"
+
+
+def template_text(name: str) -> str:
+    return resources.files("deploy.hosting").joinpath("templates", name).read_text("utf-8")
 
 
 @dataclass(frozen=True)
@@ -75,7 +90,7 @@ def read_models(repository: Path, *, exclude: Iterable[str] = ()) -> list[Routed
     from deploy.repository.schema import model_config_pb2 as pb
 
     if not repository.is_dir():
-        raise NeuronError("model repository not found", where=str(repository))
+        raise RouterError("model repository not found", where=str(repository))
     skipped = set(exclude)
     models = []
     for config_path in sorted(repository.glob("*/config.pbtxt")):
@@ -86,7 +101,7 @@ def read_models(repository: Path, *, exclude: Iterable[str] = ()) -> list[Routed
         try:
             text_format.Parse(config_path.read_text(encoding="utf-8"), config)
         except (OSError, text_format.ParseError) as exc:
-            raise NeuronError(
+            raise RouterError(
                 f"cannot parse: {exc}", where=str(config_path), fix="fix the config"
             ) from exc
 
@@ -108,7 +123,7 @@ def read_models(repository: Path, *, exclude: Iterable[str] = ()) -> list[Routed
             )
         )
     if not models:
-        raise NeuronError(
+        raise RouterError(
             "no model folders (<model>/config.pbtxt) to route to",
             where=str(repository),
             fix="generate models first (deploy neuron generate --model-dir REPO/<name>)",
@@ -127,7 +142,7 @@ def _union(models: list[RoutedModel], *, outputs: bool) -> dict[str, tuple[str, 
                 declared[tensor.name] = mine
             elif seen[:2] != mine[:2]:
                 kind = "output" if outputs else "input"
-                raise NeuronError(
+                raise RouterError(
                     f"{kind} {tensor.name} is {seen[0]} of rank {seen[1]} in {seen[2]} but "
                     f"{mine[0]} of rank {mine[1]} in {model.name}; the router declares "
                     "each tensor name once",
@@ -146,9 +161,9 @@ def router_config_text(
     from deploy.repository.schema import model_config_pb2 as pb
 
     if instances < 1:
-        raise NeuronError("the router needs at least one instance", where="--router-instances")
+        raise RouterError("the router needs at least one instance", where="--router-instances")
     if any(model.name == name for model in models):
-        raise NeuronError(
+        raise RouterError(
             f"a model is already named {name!r}",
             where=name,
             fix="rename that model or pick another router name",
@@ -240,7 +255,7 @@ def router_manifest(
     def tensors(items: tuple[Tensor, ...]) -> tuple[TensorSpec, ...]:
         return tuple(TensorSpec(t.name, t.datatype, t.shape) for t in items)
 
-    return Manifest(
+    manifest = Manifest(
         hosting,
         {
             model.name: ModelInfo(
@@ -260,6 +275,7 @@ def router_manifest(
         },
         router=router,
     )
+    return written(manifest)
 
 
 def single_model_manifest(
