@@ -5,6 +5,11 @@ it and follows its events until it settles; a failure becomes a
 `RolloutFailedError` that says what still serves (CloudFormation rolls a
 failed update back by itself). `wait_endpoint` waits for the endpoint to be
 InService. Ctrl-C leaves CloudFormation running and says how to resume.
+
+While an update shifts traffic (the stage's `[rollout]`, deploy.guardrails),
+each poll shows where the shift stands (DescribeEndpoint's pending
+deployment); when SageMaker rolls the update back on an alarm, the error leads
+with SageMaker's reason rather than CloudFormation's.
 """
 
 from __future__ import annotations
@@ -196,7 +201,9 @@ class Rollout:
                     where=f"endpoint {state.name}",
                     fix="SageMaker carries on; re-run `deploy up` (or `deploy status`) later",
                 )
-            reporter.rollout(self.stage.stack("endpoint"), "UPDATE_COMPLETE", state.status, [])
+            reporter.rollout(
+                self.stage.stack("endpoint"), "UPDATE_COMPLETE", endpoint_line(state), []
+            )
             self.sleep(self.poll_s)
 
 
