@@ -448,6 +448,11 @@ def main() -> None:
                 for line in log.splitlines()
                 if "deploy adapter:" in line
             ]
+            if raw.device.type == "cuda" and any(" on cpu " in line for line in adapter_lines):
+                raise SystemExit(
+                    "the adapter runs the model on the CPU although this machine has a GPU "
+                    f"(tritonserver log: {endpoint.supervisor.log_path}); nothing is measured"
+                )
 
             served_rounds: dict[str, list[dict[str, Any]]] = {}
             raw_rounds: dict[str, list[dict[str, Any]]] = {}

@@ -21,6 +21,7 @@ git -C "$root" archive HEAD | tar -x -C "$dest/src"
 git -C "$root" rev-parse HEAD >"$dest/src/COMMIT"
 tar -C "$dest" -cf - src | xz -T2 -6 >"$dest/src.tar.xz"
 rm -rf "$dest/src"
+cp "$root/bench/device/run_gpu.sh" "$dest/run_gpu.sh"
 
 # The versions this checkout's virtualenv runs, as 3.12 wheels (pure ones are any-Python).
 # Only what the benchmark imports (the package, the SDK's codec, the local endpoint);
@@ -51,5 +52,10 @@ cp -a "$site/nvidia_pytriton.libs" "$stage/triton/"
 rm -f "$stage/triton/nvidia_pytriton.libs/"libpython3-*
 (cd "$stage/triton/triton-stub-site" && "$venv_python" -m zipfile -e \
   "$(ls "$cache"/numpy-1.26.4-cp312-*.whl)" .)
-tar -C "$stage/triton" -cf - . | xz -T2 -9 >"$dest/triton.tar.xz"
+packed="$cache/triton-$("$venv_python" -m pip show nvidia-pytriton | sed -n 's/^Version: //p').tar.xz"
+if [ ! -s "$packed" ]; then  # xz -9 takes minutes: once per version
+  tar -C "$stage/triton" -cf - . | xz -T2 -9 >"$packed.partial"
+  mv "$packed.partial" "$packed"
+fi
+cp "$packed" "$dest/triton.tar.xz"
 du -sh "$dest" "$dest"/*

@@ -40,4 +40,5 @@ fi
 } 2>&1 | tee "$out/setup.log"
 cd "$base/src"
 set -o pipefail
+python3 bench/device/box_gpu_check.py 2>&1 | tee "$out/box_gpu_check.log"
 python3 bench/gpu_local_endpoint.py --out "$out/gpu_local_endpoint.json" "$@" 2>&1 | tee "$out/bench.log"
