@@ -178,6 +178,17 @@ def test_local_endpoint_bench_quick_reports_every_part_against_its_baseline() ->
     positive(report["throughput"]["c8"], "front_end_vs_direct_throughput")
     for variant in report["cold_load"].values():
         positive(variant, "cold_vs_extract")
+    assert report["machine"]["cpus"] and report["machine"]["cpu_model"]
+    assert report["commit"]
+    cells = report["targets"]["large_body_front_end_vs_minimal_hop_cpu<=1.3"]
+    assert set(cells) == {f"{m}_c{c}" for m in ("sum", "echo") for c in (1, 4)}
+    for model in ("sum", "echo"):
+        for level in ("c1", "c4"):
+            cell = report["large_body"][model][level]
+            assert len(cell["rounds"]["front_end"]) == len(cell["rounds"]["minimal_hop"]) == 1
+            assert cell["front_end"]["errors"] == 0, cell["front_end"]
+            positive(cell, "front_end_vs_minimal_hop_cpu_worst_round")
+            assert isinstance(cell["target"]["met_in_every_round"], bool)
 
 
 @pytest.mark.slow
