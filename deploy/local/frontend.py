@@ -27,8 +27,9 @@ tritonserver restarted meanwhile and lost the model, the call is answered
 ServiceUnavailable, which AWS clients retry, instead of being sent again.
 Pipelined requests, models still to load and bodies of unknown length are
 read whole first, as before. The other way, a call on the hot path passes
-tritonserver's 200 answer on to its client as it arrives (`_Upstream.relay`),
-also past httptools; other answers are read whole to build their error.
+tritonserver's large 200 answer on to its client as it arrives
+(`_Upstream.relay`), also past httptools; small answers go out in one write,
+and error answers are read whole to build their error.
 """
 
 from __future__ import annotations
@@ -126,8 +127,8 @@ class _Upstream(asyncio.Protocol):
     """One keep-alive HTTP/1.1 connection to tritonserver.
 
     A response body of known length is read past the parser (its first read
-    aside), as the front end's requests are. With `relay` set, a 200 answer
-    goes on to the client as it arrives and the call's body is `RELAYED`; if
+    aside), as the front end's requests are. With `relay` set, a large 200
+    answer goes on to the client as it arrives and the call's body is `RELAYED`; if
     the answer breaks off midway, the client's connection is aborted (its
     head promised the whole body).
     """
@@ -186,10 +187,6 @@ class _Upstream(asyncio.Protocol):
             self.on_message_complete()
         return rest
 
-    def on_message_begin(self) -> None:
-        self.length = -1
-        self.received = 0
-
     def on_header(self, name: bytes, value: bytes) -> None:
         name = name.lower()
         if name == b"content-type":
@@ -202,7 +199,8 @@ class _Upstream(asyncio.Protocol):
         self.status = self.parser.get_status_code()
         self.keep_alive = self.parser.should_keep_alive()
         relay, self.relay = self.relay, None
-        if relay is not None and self.status == 200 and self.length >= 0:
+        if relay is not None and self.status == 200 and self.length >= _STREAM_FROM:
+            # (a small answer is read whole: head and body then go out in one write)
             self.client = relay(self.content_type, self.length)
 
     def on_body(self, body: bytes) -> None:
@@ -219,7 +217,7 @@ class _Upstream(asyncio.Protocol):
         if self.client is not None:
             body, self.client = RELAYED, None
         content_type, self.content_type, self.body = self.content_type, b"", []
-        self.in_body = False
+        self.in_body, self.length, self.received = False, -1, 0
         if self.keep_alive and not self.sending:
             self.pool.release(self)
         else:
