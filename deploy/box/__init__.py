@@ -81,6 +81,10 @@ _DEVICE_WRITES = (
     "/dev/nvidia-uvm",
     "/dev/nvidia0",
 )
+# The CUDA driver writes files of its own process under /proc/self: without this,
+# cudaGetDeviceCount fails in the box (error 304, seen on an H100 machine) and torch
+# silently runs a KIND_GPU model on the CPU. Only the boxed process's own files.
+_SELF_WRITES = ("/proc/self",)
 _said: set[str] = set()
 
 
@@ -214,7 +218,7 @@ def _spec(
     writable: Sequence[Path], readable: Sequence[Path], limits: Limits, *, keeper: bool
 ) -> dict[str, Any]:
     caps = capabilities()
-    write = [*(str(p) for p in writable), *_DEVICE_WRITES]
+    write = [*(str(p) for p in writable), *_DEVICE_WRITES, *_SELF_WRITES]
     return {
         "seccomp": caps.seccomp,
         "landlock": caps.landlock_abi,

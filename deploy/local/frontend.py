@@ -14,6 +14,22 @@ SageMaker port, and Triton's response body is passed back untouched. A call
 to a loaded model runs on callbacks alone (no task per request). A
 TargetModel that is not loaded yet goes to the platform in a worker thread;
 everything else stays on the event loop.
+
+Large request bodies stream: once a body's first read is in and more is to
+come, a call to a loaded model sends its head and what has arrived to
+tritonserver, and every further read goes on as it comes (`_Stream`), read
+past httptools (which would copy it once more). The JSON depth check judges
+each read before it goes on; a body found bad midway is read to its end and
+refused as a whole one would be, and its tritonserver connection, holding a
+half request, is closed, never reused. A streamed body is not kept (holding
+it made each read land in memory the CPU cache no longer held): when
+tritonserver restarted meanwhile and lost the model, the call is answered
+ServiceUnavailable, which AWS clients retry, instead of being sent again.
+Pipelined requests, models still to load and bodies of unknown length are
+read whole first, as before. The other way, a call on the hot path passes
+tritonserver's large 200 answer on to its client as it arrives
+(`_Upstream.relay`), also past httptools; small answers go out in one write,
+and error answers are read whole to build their error.
 """
 
 from __future__ import annotations
@@ -34,7 +50,7 @@ from deploy.errors import LocalEndpointError
 from deploy.local import wire
 from deploy.local.archive import DiskFullError
 from deploy.local.connections import BODY, CLOSING, HEAD, IDLE, ConnectionGuard, ConnectionLimits
-from deploy.local.json_limits import json_problem
+from deploy.local.json_limits import JsonScanner, json_problem
 from deploy.local.listener import VerifiedServer
 from deploy.local.memory import keep_freed_memory
 from deploy.local.platform import (
@@ -62,11 +78,17 @@ _KEPT_HEADERS = frozenset(
 # sent on as they are (joining them would copy every byte once more).
 Body = bytes | list[bytes]
 Reply = tuple[int, list[tuple[str, str]], Body]
+# The body of a reply already passed on to the client as it arrived (by identity).
+RELAYED: list[bytes] = []
+# Starts passing a 200 answer on: (Content-Type, Content-Length) -> the client's
+# transport, its head written; None: the client is gone.
+Relay = Callable[[bytes, int], asyncio.Transport | None]
 _TARGET_HEADER = wire.TARGET_MODEL.encode()
 _CUSTOM_ATTRIBUTES = wire.CUSTOM_ATTRIBUTES.encode()
 
 
 _JOIN_BELOW = 64 * 1024
+_STREAM_FROM = 64 * 1024  # smaller bodies are forwarded whole (one write, not two)
 _SETTLE_S = 0.05  # how long a broken upstream call waits to learn whether Triton died
 
 
@@ -81,6 +103,17 @@ def _send_message(transport: asyncio.Transport, head: bytes, body: list[bytes]) 
         transport.writelines([head, *body])
 
 
+def response_head(
+    status: int, headers: list[tuple[str, str]], size: int, keep_alive: bool = True
+) -> bytes:
+    lines = [f"HTTP/1.1 {status} {wire.reason(status)}\r\nContent-Length: {size}\r\n"]
+    lines += [f"{name}: {value}\r\n" for name, value in headers]
+    if not keep_alive:
+        lines.append("Connection: close\r\n")
+    lines.append("\r\n")
+    return "".join(lines).encode("latin-1")
+
+
 def joined(body: Body) -> bytes:
     """A body as one bytes object (for the small bodies that are read, such as errors)."""
     return body if isinstance(body, bytes) else b"".join(body)
@@ -91,7 +124,14 @@ class UpstreamError(Exception):
 
 
 class _Upstream(asyncio.Protocol):
-    """One keep-alive HTTP/1.1 connection to tritonserver."""
+    """One keep-alive HTTP/1.1 connection to tritonserver.
+
+    A response body of known length is read past the parser (its first read
+    aside), as the front end's requests are. With `relay` set, a large 200
+    answer goes on to the client as it arrives and the call's body is `RELAYED`; if
+    the answer breaks off midway, the client's connection is aborted (its
+    head promised the whole body).
+    """
 
     def __init__(self, pool: UpstreamPool) -> None:
         self.pool = pool
@@ -99,37 +139,91 @@ class _Upstream(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.future: asyncio.Future[tuple[int, bytes, Body]] | None = None
         self.content_type = b""
+        self.length = -1  # the answer's Content-Length; -1: none
+        self.received = 0
+        self.body_left = 0  # body bytes still to come, read past the parser
+        self.in_body = False
+        self.status = 0
+        self.keep_alive = True
         self.body: list[bytes] = []
         self.closed = False
+        self.sending = False  # a streamed request body is still on its way
+        self.relay: Relay | None = None
+        self.client: asyncio.Transport | None = None  # where a relayed answer goes
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
+        left = self.body_left
+        if left:
+            if len(data) < left and self.client is not None:  # the hot path, inlined
+                self.body_left = left - len(data)
+                self.received += len(data)
+                if not self.client.is_closing():
+                    self.client.write(data)
+                return
+            data = self._read_body(data)
+            if not data:
+                return
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
             self._fail(UpstreamError(f"malformed response from tritonserver: {exc}"))
             self.close()
+            return
+        if self.in_body and self.length > self.received:
+            self.body_left = self.length - self.received
+
+    def _read_body(self, data: bytes) -> bytes:
+        left = self.body_left
+        rest = b""
+        if len(data) > left:
+            data, rest = data[:left], data[left:]
+        self.body_left = left - len(data)
+        self.on_body(data)
+        if self.body_left == 0:
+            self.parser = httptools.HttpResponseParser(self)
+            self.on_message_complete()
+        return rest
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        if name.lower() == b"content-type":
+        name = name.lower()
+        if name == b"content-type":
             self.content_type = value
+        elif name == b"content-length" and value.isdigit():
+            self.length = int(value)
+
+    def on_headers_complete(self) -> None:
+        self.in_body = True
+        self.status = self.parser.get_status_code()
+        self.keep_alive = self.parser.should_keep_alive()
+        relay, self.relay = self.relay, None
+        if relay is not None and self.status == 200 and self.length >= _STREAM_FROM:
+            # (a small answer is read whole: head and body then go out in one write)
+            self.client = relay(self.content_type, self.length)
 
     def on_body(self, body: bytes) -> None:
-        self.body.append(body)
+        self.received += len(body)
+        client = self.client
+        if client is None:
+            self.body.append(body)
+        elif not client.is_closing():
+            client.write(body)
 
     def on_message_complete(self) -> None:
         future, self.future = self.future, None
         body: Body = self.body[0] if len(self.body) == 1 else self.body
-        status = self.parser.get_status_code()
+        if self.client is not None:
+            body, self.client = RELAYED, None
         content_type, self.content_type, self.body = self.content_type, b"", []
-        if self.parser.should_keep_alive():
+        self.in_body, self.length, self.received = False, -1, 0
+        if self.keep_alive and not self.sending:
             self.pool.release(self)
         else:
             self.close()
         if future is not None and not future.done():
-            future.set_result((status, content_type, body))
+            future.set_result((self.status, content_type, body))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -138,6 +232,10 @@ class _Upstream(asyncio.Protocol):
 
     def _fail(self, exc: Exception) -> None:
         future, self.future = self.future, None
+        self.relay = None
+        client, self.client = self.client, None
+        if client is not None:  # part of the answer went out: the client cannot use it
+            client.abort()
         if future is not None and not future.done():
             future.set_exception(exc)
 
@@ -150,12 +248,26 @@ class _Upstream(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
 
-    def send(self, head: bytes, body: list[bytes]) -> asyncio.Future[tuple[int, bytes, Body]]:
+    def send(
+        self, head: bytes, body: list[bytes], *, more: bool = False
+    ) -> asyncio.Future[tuple[int, bytes, Body]]:
+        """Send a request; `more`: the rest of its body follows (`_Stream`)."""
         assert self.transport is not None
         loop = asyncio.get_running_loop()
         self.future = future = loop.create_future()
+        self.sending = more
+        self.relay = None
         _send_message(self.transport, head, body)
         return future
+
+    def discard(self) -> None:
+        """Close a connection that holds a half-sent request; its call is abandoned."""
+        future, self.future = self.future, None
+        if future is not None:
+            if future.done() and not future.cancelled():
+                future.exception()  # retrieved: the failure is expected
+            future.cancel()
+        self.close()
 
 
 class UpstreamPool:
@@ -229,7 +341,10 @@ class UpstreamPool:
         headers: dict[bytes, bytes],
         body: list[bytes],
         size: int,
+        *,
+        more: bool = False,
     ) -> asyncio.Future[tuple[int, bytes, Body]]:
+        """Send a request of `size` body bytes; `more`: `body` is only its start."""
         head = [
             f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {size}\r\n"
             f"X-Amzn-SageMaker-Target-Model: {target_model}\r\n".encode()
@@ -244,7 +359,7 @@ class UpstreamPool:
         if attributes is not None:  # passed to the container verbatim, as SageMaker does
             head.append(b"X-Amzn-SageMaker-Custom-Attributes: " + attributes + b"\r\n")
         head.append(b"\r\n")
-        return connection.send(b"".join(head), body)
+        return connection.send(b"".join(head), body, more=more)
 
     def close(self) -> None:
         while self._idle:
@@ -252,7 +367,18 @@ class UpstreamPool:
 
 
 class _Request:
-    __slots__ = ("body", "headers", "keep_alive", "method", "size", "too_large", "url")
+    __slots__ = (
+        "body",
+        "client",
+        "headers",
+        "keep_alive",
+        "length",
+        "method",
+        "size",
+        "stream",
+        "too_large",
+        "url",
+    )
 
     def __init__(self) -> None:
         self.url = b""
@@ -260,8 +386,59 @@ class _Request:
         self.headers: dict[bytes, bytes] = {}
         self.body: list[bytes] = []
         self.size = 0
+        self.length = -1  # Content-Length; -1: none (chunked, or no body)
         self.too_large = False
         self.keep_alive = True
+        self.stream: _Stream | None = None  # the body goes to tritonserver as it arrives
+        self.client: asyncio.Transport | None = None  # set while the request is answered
+
+
+class _Stream:
+    """A request body forwarded to tritonserver as it arrives.
+
+    Each read is judged by the JSON depth check before it goes on. When a read
+    fails it, nothing more is sent, `problem` says why, and the tritonserver
+    connection (holding a half request, which it never answers) is closed.
+    """
+
+    __slots__ = ("connection", "future", "generation", "model", "problem", "scanner", "target")
+
+    def __init__(
+        self,
+        connection: _Upstream,
+        future: asyncio.Future[tuple[int, bytes, Body]],
+        scanner: JsonScanner,
+        model: LoadedModel,
+        target: str,
+        generation: int,
+    ) -> None:
+        self.connection = connection
+        self.future = future
+        self.scanner = scanner
+        self.model: LoadedModel | None = model  # pinned until the call ends
+        self.target = target
+        self.generation = generation
+        self.problem: str | None = None
+
+    def forward(self, chunk: bytes) -> None:
+        if self.problem is not None:
+            return
+        if self.scanner.remaining > 0:
+            problem = self.scanner.feed(chunk)
+            if problem is not None:
+                self.problem = problem
+                self.connection.discard()
+                return
+        connection = self.connection
+        if not connection.closed:  # else the call failed; the answer says so
+            connection.transport.write(chunk)  # type: ignore[union-attr]
+
+    def drop(self, platform: ModelPlatform) -> None:
+        """Abandon the call (the client went away, or its body was refused)."""
+        self.connection.discard()
+        model, self.model = self.model, None
+        if model is not None:
+            platform.release(model)
 
 
 class _RefusedError(Exception):
@@ -294,6 +471,7 @@ class _Connection(asyncio.Protocol):
         self.since = self.guard.now
         self.head_bytes = 0  # bytes read while a head is incomplete (see data_received)
         self.head_size = 0  # the current head's URL and header bytes
+        self.body_left = 0  # body bytes still to come, read past the parser
         self.max_head = self.guard.limits.max_header_bytes
         self.kept_headers = frontend.kept_headers
         self.stopped = False  # reads no more requests
@@ -313,10 +491,22 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None
         self.guard.forget(self)
+        self._drop_stream()
 
     def data_received(self, data: bytes) -> None:
         if self.stopped:
             return  # lingering after an error answer: read and dropped
+        left = self.body_left
+        if left:
+            stream = self.current.stream
+            if len(data) < left and stream is not None:  # the hot path, inlined
+                self.body_left = left - len(data)
+                self.current.size += len(data)
+                stream.forward(data)
+                return
+            data = self._read_body(data)
+            if not data or self.stopped:
+                return
         if self.phase != BODY:
             self.head_bytes += len(data)
         try:
@@ -331,8 +521,42 @@ class _Connection(asyncio.Protocol):
             else:
                 self._stop(wire.validation_error(f"malformed HTTP request: {exc}").encode())
             return
-        if self.head_bytes > self.max_head and self.phase == HEAD:
+        if self.phase == BODY:
+            self._body_follows()
+        elif self.head_bytes > self.max_head and self.phase == HEAD:
             self._stop(self._head_too_large())
+
+    def _body_follows(self) -> None:
+        """A body of known length is still to come: read it past the parser, and
+        forward it as it arrives when it may go to tritonserver now."""
+        request = self.current
+        left = request.length - request.size
+        if request.too_large or left <= 0:
+            return
+        self.body_left = left
+        if not self.busy and request.length >= _STREAM_FROM and request.stream is None:
+            request.stream = self.frontend.stream(request)
+
+    def _read_body(self, data: bytes) -> bytes:
+        """Take the current body's bytes from `data` without the parser's copy;
+        returns what follows the body (a pipelined request)."""
+        left = self.body_left
+        rest = b""
+        if len(data) > left:
+            data, rest = data[:left], data[left:]
+        self.body_left = left - len(data)
+        self.on_body(data)
+        if self.body_left == 0:
+            # The parser saw the head and the body's start: a fresh one reads the
+            # next request.
+            self.parser = httptools.HttpRequestParser(self)
+            self.on_message_complete()
+        return rest
+
+    def _drop_stream(self) -> None:
+        stream, self.current.stream = self.current.stream, None
+        if stream is not None:
+            stream.drop(self.frontend.platform)
 
     # httptools callbacks
     def on_message_begin(self) -> None:
@@ -364,8 +588,10 @@ class _Connection(asyncio.Protocol):
         request.method = self.parser.get_method()
         request.keep_alive = self.parser.should_keep_alive()
         length = request.headers.get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.frontend.max_payload:
-            request.too_large = True
+        if length is not None and length.isdigit():  # the parser refuses it with chunked
+            request.length = int(length)
+            if request.length > self.frontend.max_payload:
+                request.too_large = True
         if request.headers.get(b"expect", b"").lower() == b"100-continue" and self.transport:
             # curl and others wait for this before sending a body (an oversized
             # one is drained, then refused).
@@ -380,7 +606,12 @@ class _Connection(asyncio.Protocol):
             request.too_large = True
             request.body = []
         else:
-            request.body.append(body)
+            if request.stream is not None:
+                # Not kept: held until the answer, reads land in fresh memory each
+                # time instead of the memory the last one just freed (the CPU cache).
+                request.stream.forward(body)
+            else:
+                request.body.append(body)
 
     def on_message_complete(self) -> None:
         self.phase = IDLE
@@ -429,6 +660,7 @@ class _Connection(asyncio.Protocol):
         """Read no more requests; answer `reply` after those already read, then close."""
         self.stopped = True
         self.last_reply = reply
+        self._drop_stream()  # a body cut off (timed out): its call is abandoned
         if self.paused and self.transport is not None:
             self.paused = False
             self.transport.resume_reading()  # dropped from now on (see data_received)
@@ -452,7 +684,10 @@ class _Connection(asyncio.Protocol):
     def _dispatch(self, request: _Request) -> None:
         # Hot path: a loaded model and an idle upstream connection are served with
         # callbacks only; anything else (first load, errors) goes through a task.
-        if not self.frontend.forward_now(request, self._finish):
+        request.client = self.transport
+        if request.stream is not None:
+            self.frontend.finish_stream(request, self._finish)
+        elif not self.frontend.forward_now(request, self._finish):
             asyncio.get_running_loop().create_task(self._serve(request))
 
     async def _serve(self, request: _Request) -> None:
@@ -464,7 +699,9 @@ class _Connection(asyncio.Protocol):
         self._finish(request, reply)
 
     def _finish(self, request: _Request, reply: Reply) -> None:
-        self._write(*reply, request.keep_alive)
+        request.client = None
+        if reply[2] is not RELAYED:
+            self._write(*reply, request.keep_alive)
         if not request.keep_alive:
             self._close()
             self.queue.clear()
@@ -491,12 +728,7 @@ class _Connection(asyncio.Protocol):
             return
         chunks = [body] if isinstance(body, bytes) else body
         size = sum(len(chunk) for chunk in chunks)
-        lines = [f"HTTP/1.1 {status} {wire.reason(status)}\r\nContent-Length: {size}\r\n"]
-        lines += [f"{name}: {value}\r\n" for name, value in headers]
-        if not keep_alive:
-            lines.append("Connection: close\r\n")
-        lines.append("\r\n")
-        _send_message(transport, "".join(lines).encode("latin-1"), chunks)
+        _send_message(transport, response_head(status, headers, size, keep_alive), chunks)
 
     def _close(self) -> None:
         if self.transport is not None:
@@ -651,19 +883,27 @@ class FrontEnd:
 
     def _answer(self, target: str, status: int, content_type: bytes, body: Body) -> Reply:
         if status == 200:
-            self._requests += 1
-            return (
-                200,
-                [
-                    ("Content-Type", content_type.decode("latin-1")),
-                    (wire.INVOKED_VARIANT, wire.DEFAULT_VARIANT),
-                    # Unique per endpoint run, cheaper than a uuid4 per call.
-                    ("x-amzn-RequestId", f"{self._request_prefix}{self._requests:012x}"),
-                ],
-                body,
-            )
+            return 200, self._answer_headers(content_type), body
         message = wire.triton_error_message(joined(body)) or wire.reason(status)
         return wire.model_error(target, status, message, self.log_stream).encode()
+
+    def _answer_headers(self, content_type: bytes) -> list[tuple[str, str]]:
+        self._requests += 1
+        return [
+            ("Content-Type", content_type.decode("latin-1")),
+            (wire.INVOKED_VARIANT, wire.DEFAULT_VARIANT),
+            # Unique per endpoint run, cheaper than a uuid4 per call.
+            ("x-amzn-RequestId", f"{self._request_prefix}{self._requests:012x}"),
+        ]
+
+    def _relay_head(
+        self, client: asyncio.Transport, content_type: bytes, size: int, keep_alive: bool
+    ) -> asyncio.Transport | None:
+        """Write a 200 answer's head; its body follows as tritonserver sends it."""
+        if client.is_closing():
+            return None
+        client.write(response_head(200, self._answer_headers(content_type), size, keep_alive))
+        return client
 
     def _upstream_failed(self, target: str, exc: BaseException, generation: int) -> Reply:
         # `generation` counts tritonserver crashes: one since the call was sent means
@@ -672,6 +912,14 @@ class FrontEnd:
             return wire.model_error(target, 0, str(exc), self.log_stream).encode()
         return wire.service_unavailable(
             f"the model server stopped while serving {target} ({exc}); it is restarting"
+        ).encode()
+
+    def _restarted(self, target: str) -> Reply:
+        # ServiceUnavailable, as for a call in flight when the server died: AWS
+        # clients retry it, and the retry loads the model again.
+        return wire.service_unavailable(
+            f"the model server restarted while {target} was called and no longer has it "
+            "loaded; retry the request (it loads the model again)"
         ).encode()
 
     def _refused(self, request: _Request) -> wire.AwsErrorReply | None:
@@ -718,7 +966,89 @@ class FrontEnd:
             request.body,
             request.size,
         )
+        self._answer_when_done(request, done, connection, future, model, target, generation)
+        return True
+
+    def stream(self, request: _Request) -> _Stream | None:
+        """Start forwarding a call whose body is still arriving (`_Stream`), or None:
+        it is read whole first (not a call to a loaded model, no idle connection to
+        tritonserver, or refused already by what has arrived)."""
+        raw_target = request.headers.get(_TARGET_HEADER)
+        if (
+            raw_target is None
+            or request.method != b"POST"
+            or request.url != self._invocations_path
+            or _CUSTOM_ATTRIBUTES in request.headers  # checked on the whole request
+        ):
+            return None
+        scanner = JsonScanner.for_body(request.headers.get(b"content-type"), request.length)
+        for chunk in request.body:
+            scanner.feed(chunk)
+        if scanner.problem is not None:
+            return None
+        try:
+            target = raw_target.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        model = self.platform.acquire(target)
+        if model is None:
+            return None
+        connection = self.upstream.idle()
+        if connection is None:
+            self.platform.release(model)
+            return None
+        future = self.upstream.send(
+            connection,
+            f"/models/{model.hash}/invoke",
+            target,
+            request.headers,
+            request.body,
+            request.length,
+            more=True,
+        )
+        return _Stream(connection, future, scanner, model, target, self.server_generation())
+
+    def finish_stream(self, request: _Request, done: Callable[[_Request, Reply], None]) -> None:
+        """The streamed body is all in: wait for tritonserver's answer, or refuse it."""
+        stream, request.stream = request.stream, None
+        assert stream is not None and stream.model is not None
+        if stream.problem is not None:
+            stream.drop(self.platform)
+            done(request, wire.validation_error(stream.problem).encode())
+            return
+        stream.connection.sending = False
+        model, stream.model = stream.model, None
+        self._answer_when_done(
+            request,
+            done,
+            stream.connection,
+            stream.future,
+            model,
+            stream.target,
+            stream.generation,
+            streamed=True,
+        )
+
+    def _answer_when_done(
+        self,
+        request: _Request,
+        done: Callable[[_Request, Reply], None],
+        connection: _Upstream,
+        future: asyncio.Future[tuple[int, bytes, Body]],
+        model: LoadedModel,
+        target: str,
+        generation: int,
+        *,
+        streamed: bool = False,
+    ) -> None:
+        """Answer a call sent on the hot path once tritonserver answers it (a 200
+        answer goes on to the client as it arrives)."""
         timer = asyncio.get_running_loop().call_later(self.upstream.timeout, connection.time_out)
+        client = request.client
+        if client is not None:
+            connection.relay = lambda content_type, size: self._relay_head(
+                client, content_type, size, request.keep_alive
+            )
 
         def finished(future: asyncio.Future[tuple[int, bytes, Body]]) -> None:
             timer.cancel()
@@ -733,13 +1063,19 @@ class FrontEnd:
                 )
                 return
             status, content_type, body = future.result()
-            if status == 404:  # evicted or restarted meanwhile: the slow path reloads it
+            if body is RELAYED:
+                done(request, (200, [], RELAYED))
+                return
+            if status == 404 and not streamed:  # restarted meanwhile: the slow path reloads it
                 asyncio.get_running_loop().create_task(self._finish_slowly(request, done))
+                return
+            if status == 404:  # a streamed body was not kept to be sent again
+                self.platform.forget(target, model)
+                done(request, self._restarted(target))
                 return
             done(request, self._answer(target, status, content_type, body))
 
         future.add_done_callback(finished)
-        return True
 
     async def _finish_slowly(
         self, request: _Request, done: Callable[[_Request, Reply], None]

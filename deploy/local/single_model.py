@@ -91,6 +91,9 @@ class SingleModelFrontEnd(FrontEnd):
         # there is none, so every request takes `handle` (and `_invoke` below).
         return False
 
+    def stream(self, request: _Request) -> None:
+        return None  # bodies are read whole (see forward_now)
+
     async def _invoke(self, request: _Request, endpoint: str) -> Reply:
         if endpoint != self.endpoint_name:
             return wire.validation_error(

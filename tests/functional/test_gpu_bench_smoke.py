@@ -22,16 +22,10 @@ pytestmark = [pytest.mark.triton, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_short_gpu_bench_run_reports_every_cell(tmp_path: Path) -> None:
+def test_quick_gpu_bench_run_reports_every_cell_and_round(tmp_path: Path) -> None:
     out = tmp_path / "result.json"
     result = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "gpu_local_endpoint.py"),
-            *("--model", "small", "--seconds", "0.5", "--warmup", "0.2", "--rounds", "1"),
-            *("--batches", "1,2", "--concurrency", "1,2", "--instances", "1"),
-            *("--out", str(out)),
-        ],
+        [sys.executable, str(ROOT / "bench" / "gpu_local_endpoint.py"), "--quick", "--out", out],
         capture_output=True,
         text=True,
         timeout=300,
@@ -43,7 +37,7 @@ def test_short_gpu_bench_run_reports_every_cell(tmp_path: Path) -> None:
     report = json.loads(result.stdout)
     assert json.loads(out.read_text()) == report
     assert report["max_abs_diff_endpoint_vs_raw_torch"]["x1"] < 1e-4, report
-    cells = [f"batch_{b}/concurrency_{c}" for b in (1, 2) for c in (1, 2)]
+    cells = [f"batch_{b}/concurrency_{c}" for b in (1, 8) for c in (1, 8)]
     assert sorted(report["raw_torch_baseline_median"]) == sorted(cells)
     assert sorted(report["ratio_endpoint_to_raw_torch"]) == sorted(f"x1/{c}" for c in cells)
     for cell in cells:
@@ -52,3 +46,14 @@ def test_short_gpu_bench_run_reports_every_cell(tmp_path: Path) -> None:
         batch = int(cell.split("/")[0].removeprefix("batch_"))
         # Read from the answers: a model call holds at least the request's own images.
         assert batch <= served["mean_images_per_model_call"] <= 64, served
+        # Every round is kept, with its ratio against the same round's raw torch.
+        assert len(report["endpoint_rounds"][f"x1/{cell}"]) == report["rounds"] == 1
+        by_round = report["ratio_endpoint_to_raw_torch_by_round"][f"x1/{cell}"]
+        assert by_round["worst_round"] == min(by_round["each_round"]), by_round
+    latency = report["added_latency_batch_1_concurrency_1"]["x1/batch_1/concurrency_1"]
+    assert len(latency["added_ms_each_round"]) == 1, latency
+    # One round cannot meet a target stated for every round of at least three.
+    assert report["target"]["cell"] == "x1/batch_8/concurrency_8"
+    assert report["target"]["met"] is False, report["target"]
+    assert report["git"]["commit"], report["git"]
+    assert report["machine"]["torch"], report["machine"]

@@ -128,8 +128,7 @@ def test_packaging_what_the_release_packaged_writes_its_bytes_and_the_1_1_keys(
 ) -> None:
     """The writers themselves (deploy package, the router layout): the same content
     is the same bytes, and format 1.1 only appends `format_minor` and `invoke`."""
-    from deploy.neuron.package import package_single_model
-
+    from deploy.hosting.router_archive import package_single_model
     from deploy.packaging import package_repository
 
     repository = ROOT / "tests" / "fixtures" / "async_repo"  # what the fixtures were made from
