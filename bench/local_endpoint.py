@@ -267,7 +267,13 @@ def start_endpoint(
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=checkout,
-            env={**os.environ, "PYTHONPATH": str(checkout)},
+            # That checkout's code first; the dependencies wherever this run found them.
+            env={
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join(
+                    filter(None, (str(checkout), os.environ.get("PYTHONPATH")))
+                ),
+            },
         )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

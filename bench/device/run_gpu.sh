@@ -39,6 +39,8 @@ fi
   echo "commit: $(cat "$base/src/COMMIT")"
 } 2>&1 | tee "$out/setup.log"
 cd "$base/src"
+# SETUP_ONLY=1: leave the unpacked tree and its environment for other benchmarks.
+[ "${SETUP_ONLY:-0}" = 1 ] && exit 0
 set -o pipefail
 python3 bench/device/box_gpu_check.py 2>&1 | tee "$out/box_gpu_check.log"
 python3 bench/gpu_local_endpoint.py --out "$out/gpu_local_endpoint.json" "$@" 2>&1 | tee "$out/bench.log"
