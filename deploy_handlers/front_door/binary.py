@@ -122,14 +122,29 @@ def encode_tensor(name: str, datatype: str, shape: list[int], data: Any) -> byte
         code = _ARRAY_CODES.get(datatype)
         if code is None:  # BOOL, FP16
             return struct.pack(f"<{len(values)}{_FORMATS[datatype]}", *values)
-        packed = array.array(code, values)
-        if _SWAP:
-            packed.byteswap()
-        return packed.tobytes()
+        return _packed(code, _FORMATS[datatype], values)
     except (struct.error, TypeError, OverflowError) as exc:
         raise TensorError(f"input {name!r}: data does not fit {datatype}: {exc}") from exc
     except UnicodeEncodeError as exc:  # a lone surrogate escaped into a JSON string
         raise TensorError(f"input {name!r}: data holds a string that is not Unicode") from exc
+
+
+def _packed(code: str, fmt: str, values: list[Any]) -> bytes:
+    """Little-endian bytes of numbers as `array(code, values)` packs them.
+
+    One `Struct` packing the whole list takes about half `array`'s time for
+    large tensors (and less than `struct.pack`, which copies the arguments).
+    Where it refuses what `array` takes (a float too large for FP32 becomes
+    infinity there) or refuses with another message, `array` decides, so the
+    bytes and errors are `array`'s.
+    """
+    try:
+        return struct.Struct(f"<{len(values)}{fmt}").pack(*values)
+    except (struct.error, TypeError, OverflowError, ValueError):
+        packed = array.array(code, values)
+        if _SWAP:
+            packed.byteswap()
+        return packed.tobytes()
 
 
 def _encode_bytes_element(value: Any) -> bytes:
@@ -178,9 +193,24 @@ def decode_tensor(datatype: str, shape: list[int], raw: bytes) -> tuple[list[Any
     # A NaN or infinity makes the sum non-finite (so can overflow: then the list
     # comprehension below finds nothing to change). JSON has no NaN/Infinity;
     # KServe v2 clients expect strings for them.
-    if datatype in {"FP16", "FP32", "FP64"} and not math.isfinite(sum(values)):
+    if datatype in _FLOATS and _maybe_non_finite(datatype, raw) and not math.isfinite(sum(values)):
         values = [v if math.isfinite(v) else str(v) for v in values]
     return values, None
+
+
+_FLOATS = frozenset({"FP16", "FP32", "FP64"})
+# Where the exponent's top bits sit: every NaN and infinity has this byte 0x7F or
+# 0xFF (so do finite FP32 values ≥ 2**127 and FP64 ≥ 2**1016, which then pay the sum).
+_HIGH_BYTE = {"FP32": 4, "FP64": 8}
+
+
+def _maybe_non_finite(datatype: str, raw: bytes) -> bool:
+    """False when no element of little-endian `raw` can be a NaN or infinity (a fast scan)."""
+    step = _HIGH_BYTE.get(datatype)
+    if step is None:  # FP16: the sum decides
+        return True
+    high = raw[step - 1 :: step]
+    return b"\x7f" in high or b"\xff" in high
 
 
 def _decode_bytes(raw: bytes, count: int) -> tuple[list[Any], str | None]:
@@ -231,7 +261,7 @@ def encode_request(request: Any, *, extra: dict[str, Any] | None = None) -> tupl
     header["parameters"] = {**parameters, **(extra or {})}
     header_bytes = fast_json.dumps(header)
     content_type = f"{BINARY_CONTENT_TYPE};{HEADER_SIZE_PARAM}={len(header_bytes)}"
-    return header_bytes + b"".join(chunks), content_type
+    return b"".join([header_bytes, *chunks]), content_type
 
 
 def decode_response(body: bytes, content_type: str) -> dict[str, Any]:
