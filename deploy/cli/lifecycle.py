@@ -284,6 +284,28 @@ def status(
         )
     if table.row_count:
         out.print(table)
+    _print_calls(document.get("calls", []), out)
+
+
+def _print_calls(rows: list[dict[str, Any]], out: Any) -> None:
+    """Calls per logical model since the endpoint started (its /metrics)."""
+    from rich.table import Table
+
+    def ms(seconds: float | None) -> str:
+        return "-" if seconds is None else f"{seconds * 1000:.1f}"
+
+    table = Table("model", "calls", "p50 ms", "p99 ms", "errors", title="calls since start")
+    for row in rows:
+        errors = ", ".join(f"{n} {kind}" for kind, n in row["errors"].items() if n)
+        table.add_row(
+            row["model"] or f"({row['target_model']})",
+            str(row["calls"]),
+            ms(row["p50_seconds"]),
+            ms(row["p99_seconds"]),
+            errors or "0",
+        )
+    if table.row_count:
+        out.print(table)
 
 
 def down(

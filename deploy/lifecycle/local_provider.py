@@ -40,6 +40,7 @@ from deploy.lifecycle.provider import (
     Reporter,
     UploadOutcome,
 )
+from deploy.local import metrics
 from deploy.local.state import (
     LOCAL_HOST,
     STATE_DIR,
@@ -352,7 +353,8 @@ class LocalProvider:
 
     def status(self) -> dict[str, Any]:
         """The endpoint's record, its `/models` listing, and `models`: each logical
-        name of the manifest it serves with its current TargetModel and load state."""
+        name of the manifest it serves with its current TargetModel and load state;
+        `calls`: its `/metrics` per (model, TargetModel): calls, errors, p50/p99."""
         state = self.state()
         if state is None:
             return {"endpoint_name": self.endpoint_name, "status": "NotRunning"}
@@ -360,6 +362,7 @@ class LocalProvider:
         try:
             status, body = _get(state.url, "/models")
             manifest_status, manifest_body = _get(state.url, MANIFEST_ROUTE)
+            metrics_status, metrics_body = _get(state.url, "/metrics")
         except OSError as exc:
             document["status"] = f"Unreachable ({exc})"
             return document
@@ -371,6 +374,16 @@ class LocalProvider:
             with contextlib.suppress(contract.ManifestFormatError):
                 manifest = contract.loads(manifest_body, state.url + MANIFEST_ROUTE)
         document["models"] = _models(manifest, document.get("loaded", []))
+        if metrics_status == 200:
+            try:
+                samples = metrics.parse(metrics_body.decode("utf-8"))
+            except (metrics.ExpositionError, UnicodeDecodeError, ValueError) as exc:
+                raise LocalEndpointError(
+                    f"the local endpoint's /metrics is not the Prometheus text format: {exc}",
+                    where=state.url + "/metrics",
+                    fix="stop it (deploy down --local) and start it again with this version",
+                ) from exc
+            document["calls"] = metrics.per_model(samples)
         return document
 
     def stop(self, *, timeout_s: float = 20.0) -> LocalState | None:

@@ -4,6 +4,7 @@
     GET  /ping                                   health
     GET  /models                                 loaded and available models (status)
     GET  /deploy/manifest.json                   the store's manifest (logical names)
+    GET  /metrics                                per-model call metrics (deploy.local.metrics)
 
 The hot path is kept small because client, front end and Triton share the
 CPU: httptools parses requests, only the headers the endpoint uses are kept,
@@ -41,6 +42,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from time import perf_counter
 from typing import Any
 from urllib.parse import unquote
 
@@ -53,6 +55,8 @@ from deploy.local.connections import BODY, CLOSING, HEAD, IDLE, ConnectionGuard,
 from deploy.local.json_limits import JsonScanner, json_problem
 from deploy.local.listener import VerifiedServer
 from deploy.local.memory import keep_freed_memory
+from deploy.local.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from deploy.local.metrics import ModelMetrics
 from deploy.local.platform import (
     LoadedModel,
     LoadTimeoutError,
@@ -374,7 +378,9 @@ class _Request:
         "keep_alive",
         "length",
         "method",
+        "sent",
         "size",
+        "started",
         "stream",
         "too_large",
         "url",
@@ -391,6 +397,8 @@ class _Request:
         self.keep_alive = True
         self.stream: _Stream | None = None  # the body goes to tritonserver as it arrives
         self.client: asyncio.Transport | None = None  # set while the request is answered
+        self.started = 0.0  # perf_counter() when the head was in (for /metrics)
+        self.sent = 0  # a relayed answer's body size (for /metrics)
 
 
 class _Stream:
@@ -585,6 +593,7 @@ class _Connection(asyncio.Protocol):
         self.phase = BODY
         self.since = self.guard.now
         request = self.current
+        request.started = perf_counter()
         request.method = self.parser.get_method()
         request.keep_alive = self.parser.should_keep_alive()
         length = request.headers.get(b"content-length")
@@ -700,8 +709,18 @@ class _Connection(asyncio.Protocol):
 
     def _finish(self, request: _Request, reply: Reply) -> None:
         request.client = None
-        if reply[2] is not RELAYED:
-            self._write(*reply, request.keep_alive)
+        body = reply[2]
+        sent = request.sent if body is RELAYED else self._write(*reply, request.keep_alive)
+        frontend = self.frontend
+        url = request.url
+        if url == frontend.invocations_path or url.startswith(frontend.invocations_query):
+            frontend.metrics.observe(
+                request.headers.get(_TARGET_HEADER, b""),
+                reply[0],
+                request.size,
+                sent,
+                perf_counter() - request.started,
+            )
         if not request.keep_alive:
             self._close()
             self.queue.clear()
@@ -722,13 +741,15 @@ class _Connection(asyncio.Protocol):
 
     def _write(
         self, status: int, headers: list[tuple[str, str]], body: Body, keep_alive: bool = True
-    ) -> None:
+    ) -> int:
+        """Send an answer; its body's size (0: the client is gone)."""
         transport = self.transport
         if transport is None or transport.is_closing():
-            return
+            return 0
         chunks = [body] if isinstance(body, bytes) else body
         size = sum(len(chunk) for chunk in chunks)
         _send_message(transport, response_head(status, headers, size, keep_alive), chunks)
+        return size
 
     def _close(self) -> None:
         if self.transport is not None:
@@ -761,6 +782,10 @@ class FrontEnd:
         self.server_generation = server_generation
         self.endpoint_name = endpoint_name
         self._invocations_path = f"/endpoints/{endpoint_name}/invocations".encode()
+        # Calls counted in /metrics: to this endpoint, with or without a query.
+        self.invocations_path = self._invocations_path
+        self.invocations_query = self._invocations_path + b"?"
+        self.metrics = ModelMetrics()
         self._request_prefix = str(uuid.uuid4())[:24]
         self._requests = 0
         self.max_payload = max_payload
@@ -816,6 +841,8 @@ class FrontEnd:
             return 200, [("Content-Type", "application/json")], json.dumps(listing).encode()
         if path == wire.MANIFEST_ROUTE.encode() and request.method == b"GET":
             return await self._manifest()
+        if path == b"/metrics" and request.method == b"GET":
+            return await self._metrics()
         return wire.AwsErrorReply(
             "UnknownOperationException", 404, f"no operation at {path.decode('latin-1')}"
         ).encode()
@@ -835,6 +862,22 @@ class FrontEnd:
             ).encode()
             return status, [*headers, named], body
         return 200, [("Content-Type", "application/json"), named], json.dumps(document).encode()
+
+    async def _metrics(self) -> Reply:
+        """Per-model metrics under the manifest's logical names (Prometheus text)."""
+        try:
+            document = await asyncio.get_running_loop().run_in_executor(
+                self._executor, self.manifest
+            )
+        except LocalEndpointError:
+            document = None  # counted all the same, under their TargetModels alone
+        names: dict[str, str] = {}
+        models = document.get("models") if isinstance(document, dict) else None
+        if isinstance(models, dict):
+            for name, entry in models.items():
+                if isinstance(entry, dict) and isinstance(entry.get("target_model"), str):
+                    names[entry["target_model"]] = name
+        return 200, [("Content-Type", METRICS_CONTENT_TYPE)], self.metrics.exposition(names)
 
     async def _invoke(self, request: _Request, endpoint: str) -> Reply:
         if endpoint != self.endpoint_name:
@@ -897,12 +940,15 @@ class FrontEnd:
         ]
 
     def _relay_head(
-        self, client: asyncio.Transport, content_type: bytes, size: int, keep_alive: bool
+        self, client: asyncio.Transport, content_type: bytes, size: int, request: _Request
     ) -> asyncio.Transport | None:
         """Write a 200 answer's head; its body follows as tritonserver sends it."""
         if client.is_closing():
             return None
-        client.write(response_head(200, self._answer_headers(content_type), size, keep_alive))
+        request.sent = size
+        client.write(
+            response_head(200, self._answer_headers(content_type), size, request.keep_alive)
+        )
         return client
 
     def _upstream_failed(self, target: str, exc: BaseException, generation: int) -> Reply:
@@ -1047,7 +1093,7 @@ class FrontEnd:
         client = request.client
         if client is not None:
             connection.relay = lambda content_type, size: self._relay_head(
-                client, content_type, size, request.keep_alive
+                client, content_type, size, request
             )
 
         def finished(future: asyncio.Future[tuple[int, bytes, Body]]) -> None:
