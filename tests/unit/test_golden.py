@@ -142,3 +142,25 @@ def test_package_leaves_golden_out_and_keeps_the_digest(repo: Path, tmp_path: Pa
         names = archive.getnames()
     assert "addsub/config.pbtxt" in names
     assert not [name for name in names if "golden" in name]
+
+
+def test_record_names_the_missing_model_folder_and_strips_a_target_model(repo: Path) -> None:
+    from deploy.cli.golden import record_case
+    from deploy.errors import DeployError
+
+    class Result:
+        def items(self) -> list[tuple[str, np.ndarray]]:
+            return [("OUTPUT0", X + X)]
+
+    with pytest.raises(DeployError, match="no model folder 'other'") as caught:
+        record_case("other", "basic", {"INPUT0": X}, Result(), repo, force=False)  # type: ignore[arg-type]
+    assert caught.value.fix is not None and "--repository" in caught.value.fix
+    path = record_case(
+        "addsub-0123456789abcdef.tar.gz",
+        "basic",
+        {"INPUT0": X},
+        Result(),
+        repo,
+        force=False,  # type: ignore[arg-type]
+    )
+    assert path == repo / "addsub" / "golden" / "basic.npz"
