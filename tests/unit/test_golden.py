@@ -6,6 +6,7 @@ import json
 import shutil
 import tarfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -152,15 +153,16 @@ def test_record_names_the_missing_model_folder_and_strips_a_target_model(repo: P
         def items(self) -> list[tuple[str, np.ndarray]]:
             return [("OUTPUT0", X + X)]
 
+    result: Any = Result()
     with pytest.raises(DeployError, match="no model folder 'other'") as caught:
-        record_case("other", "basic", {"INPUT0": X}, Result(), repo, force=False)  # type: ignore[arg-type]
+        record_case("other", "basic", {"INPUT0": X}, result, repo, force=False)
     assert caught.value.fix is not None and "--repository" in caught.value.fix
     path = record_case(
         "addsub-0123456789abcdef.tar.gz",
         "basic",
         {"INPUT0": X},
-        Result(),
+        result,
         repo,
-        force=False,  # type: ignore[arg-type]
+        force=False,
     )
     assert path == repo / "addsub" / "golden" / "basic.npz"
