@@ -92,10 +92,30 @@ def invoke(
         ),
     ] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    record_golden: Annotated[
+        str | None,
+        typer.Option(
+            "--record-golden",
+            metavar="NAME",
+            help="Save the inputs and outputs as golden case NAME in the model's folder "
+            "(<repository>/MODEL/golden/NAME.npz), checked by `deploy up` before release.",
+        ),
+    ] = None,
+    repository: Annotated[
+        Path | None,
+        typer.Option(
+            "--repository", help="Model repository of --record-golden (default: settings)."
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Let --record-golden replace an existing case.")
+    ] = False,
 ) -> None:
     """Call MODEL with the arrays in --input; write or print its outputs."""
     from deploy.cli.output import emit_json
 
+    if (repository is not None or force) and record_golden is None:
+        ctx.fail("--repository and --force go with --record-golden")
     aws: AwsCall | None = None
     if local:
         reject(ctx, AWS_FLAGS, because="to --local: the local endpoint runs on this machine")
@@ -105,6 +125,7 @@ def invoke(
             endpoint, stage=stage, region=region, profile=profile, endpoint_url=endpoint_url
         )
         name, url, manifest_location = aws.endpoint, endpoint_url, manifest
+    sent: dict[str, Any] = {}
     result = run_invoke(
         model,
         input_file,
@@ -119,7 +140,13 @@ def invoke(
         attempts=attempts,
         session=aws.session() if aws else None,
         where=f"endpoint {name} in {aws.region.describe()}" if aws else None,
+        sent=sent,
     )
+    if record_golden is not None:
+        from deploy.cli.golden import record_case
+
+        recorded = record_case(model, record_golden, sent, result, repository, force=force)
+        typer.echo(f"recorded golden case {recorded}", err=True)
     if output_file is not None:
         write_outputs(result, output_file)
     document = result_document(result, class_count=class_count)
@@ -204,12 +231,14 @@ def run_invoke(
     attempts: int = 5,
     session: Any | None = None,
     where: str | None = None,
+    sent: dict[str, Any] | None = None,
 ) -> InferResult:
     """Read the inputs, make the call, map SDK errors to the CLI's error tree.
 
     The SDK's messages name its keyword arguments (`manifest=`); here they name
     the flags that set them (`--manifest`). `where` (the endpoint and region)
-    replaces the SDK's own when the SDK names only the endpoint.
+    replaces the SDK's own when the SDK names only the endpoint. `sent`, when
+    given, receives the inputs as read.
     """
     from deploy.client import ClientError, Endpoint
 
@@ -224,6 +253,8 @@ def run_invoke(
             session=session,
         ) as client:
             inputs = read_inputs(input_file, client.model_info(model))
+            if sent is not None:
+                sent.update(inputs)
             return client.infer(
                 model, inputs, outputs, target_model=target_model, class_count=class_count
             )

@@ -11,6 +11,11 @@ page, a body that is no inference response) or no answer at all means the
 smoke test never reached a SageMaker data plane, as when the control plane is
 an emulator (moto) and no `--smoke-endpoint-url` names a data plane. The two
 get different fixes.
+
+Golden cases (`<model>/golden/`, see `deploy.repository.golden`) replace the
+generated inputs: each case is sent to the new TargetModel and its outputs are
+compared with the expected ones; a mismatch fails the model like an error does
+(failure "golden"), so nothing is published.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from deploy.client._dtypes import FIXED_DTYPES
 from deploy.errors import DeployError
 from deploy.lifecycle.plan import ModelChange
 from deploy.lifecycle.provider import DataPlane
+from deploy.repository.golden import GoldenCase, Mismatch, compare
 
 
 class SmokeTestFailedError(DeployError):
@@ -50,6 +56,7 @@ SAGEMAKER_ERROR_CODES = frozenset(
 )
 MODEL_FAILURE = "model"
 ENDPOINT_FAILURE = "endpoint"  # the answer did not come from a SageMaker data plane
+GOLDEN_FAILURE = "golden"  # answered, but not what a golden case expects
 
 
 @dataclass(frozen=True)
@@ -60,10 +67,14 @@ class SmokeResult:
     seconds: float
     outputs: tuple[str, ...]
     error: str
-    failure: str | None = None  # MODEL_FAILURE | ENDPOINT_FAILURE when not ok
+    failure: str | None = None  # MODEL_FAILURE | ENDPOINT_FAILURE | GOLDEN_FAILURE when not ok
+    golden: tuple[str, ...] = ()  # the golden cases sent
+    mismatches: tuple[tuple[str, Mismatch], ...] = ()  # (case, mismatch)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "golden": list(self.golden),
+            "mismatches": [{"case": case, **m.as_dict()} for case, m in self.mismatches],
             "name": self.name,
             "target_model": self.target_model,
             "ok": self.ok,
@@ -108,9 +119,11 @@ def smoke_test(
     target: DataPlane,
     *,
     timeout_s: float = 120.0,
+    golden: Mapping[str, Sequence[GoldenCase]] | None = None,
 ) -> list[SmokeResult]:
-    """Invoke each changed model once; returns one result per model (never raises
-    for a failing model: the caller decides)."""
+    """Invoke each changed model once, or once per golden case (`golden`: model name ->
+    its cases); returns one result per model (never raises for a failing model: the
+    caller decides)."""
     import time
 
     from deploy.client import ClientError, Endpoint, EndpointError, ResponseFormatError
@@ -129,13 +142,21 @@ def smoke_test(
     ) as endpoint:
         for change in changes:
             model = models[change.name]
+            cases = tuple((golden or {}).get(change.name, ()))
             outputs: tuple[str, ...] = ()
             failure: str | None = None
+            mismatches: list[tuple[str, Mismatch]] = []
             started = time.monotonic()
             try:
-                result = endpoint.infer(
-                    change.name, generated_inputs(model), target_model=change.target_model
-                )
+                if not cases:
+                    result = endpoint.infer(
+                        change.name, generated_inputs(model), target_model=change.target_model
+                    )
+                for case in cases:
+                    result = endpoint.infer(
+                        change.name, case.inputs, target_model=change.target_model
+                    )
+                    mismatches += [(case.name, m) for m in compare(case, dict(result.items()))]
             except (ClientError, SmokeTestFailedError) as exc:
                 ok, error = False, str(exc)
                 foreign = isinstance(exc, ResponseFormatError) or (
@@ -144,6 +165,11 @@ def smoke_test(
                 failure = ENDPOINT_FAILURE if foreign else MODEL_FAILURE
             else:
                 ok, outputs, error = True, tuple(sorted(result)), ""
+                if mismatches:
+                    ok, failure = False, GOLDEN_FAILURE
+                    error = "golden outputs differ: " + "; ".join(
+                        describe_mismatch(case, m) for case, m in mismatches
+                    )
             results.append(
                 SmokeResult(
                     change.name,
@@ -153,9 +179,24 @@ def smoke_test(
                     outputs=outputs,
                     error=error,
                     failure=failure,
+                    golden=tuple(case.name for case in cases),
+                    mismatches=tuple(mismatches),
                 )
             )
     return results
+
+
+def describe_mismatch(case: str, mismatch: Mismatch) -> str:
+    """`case basic, OUTPUT0: 2 of 4 values differ ...; max abs diff 2, first at [0, 2]: ...`."""
+    text = f"case {case}, {mismatch.output}: {mismatch.message}"
+    if mismatch.max_abs_diff is not None:
+        text += f"; max abs diff {mismatch.max_abs_diff:.6g}"
+    if mismatch.first_index is not None:
+        text += (
+            f"; first at {list(mismatch.first_index)}: expected {mismatch.expected!r}, "
+            f"got {mismatch.actual!r}"
+        )
+    return text
 
 
 def raise_for_failures(
@@ -177,10 +218,18 @@ def raise_for_failures(
             f"prints) or pass --skip-smoke; {unchanged}",
         )
     lines = "; ".join(f"{r.name} ({r.target_model}): {r.error}" for r in failed)
+    golden = any(result.failure == GOLDEN_FAILURE for result in failed)
     raise SmokeTestFailedError(
         f"smoke test failed for {len(failed)} model(s): {lines}",
         where=f"endpoint {endpoint}",
-        fix=f"fix the named model(s) and re-run `deploy up`; {unchanged}",
+        fix="fix the named model(s)"
+        + (
+            ", or record the new answers with `deploy invoke --record-golden NAME --force` "
+            "if they are right,"
+            if golden
+            else ""
+        )
+        + f" and re-run `deploy up`; {unchanged}",
     )
 
 

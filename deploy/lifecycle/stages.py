@@ -10,6 +10,7 @@ the published manifest) is asked of the `HostingMode`.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 
 from deploy._files import atomic_write_bytes
@@ -21,6 +22,7 @@ from deploy.lifecycle.plan import InfraSpec, Plan
 from deploy.lifecycle.prices import estimate_for
 from deploy.lifecycle.provider import EndpointView, InfraPlan, Provider, Reporter
 from deploy.lifecycle.smoke import SmokeResult, raise_for_failures, smoke_test
+from deploy.repository.golden import GoldenCase, load_cases
 
 
 def desired_infra(settings: DeploySettings, mode: HostingMode | None = None) -> InfraSpec:
@@ -196,14 +198,36 @@ def smoke(
     provider: Provider,
     *,
     timeout_s: float = 120.0,
+    repository: Path | None = None,
 ) -> list[SmokeResult]:
     """Smoke-test what the mode says changed (per-model: each new or changed model; a
     router layout: every model once anything was deployed); raises naming each failing one.
-    Requests are addressed as the manifest's hosting says (TargetModel or router)."""
+    Requests are addressed as the manifest's hosting says (TargetModel or router).
+    A changed model with golden cases in `repository` gets those instead."""
     target = provider.data_plane()
     changes = mode.layout.smoke_changes(the_plan.models, deployed=not the_plan.empty)
+    golden = golden_cases(repository, [change.name for change in changes])
     results = smoke_test(
-        changes, package.document, package.manifest_path, target, timeout_s=timeout_s
+        changes,
+        package.document,
+        package.manifest_path,
+        target,
+        timeout_s=timeout_s,
+        golden=golden,
     )
     raise_for_failures(results, endpoint=target.endpoint_name, endpoint_url=target.endpoint_url)
     return results
+
+
+def golden_cases(repository: Path | None, models: Sequence[str]) -> dict[str, list[GoldenCase]]:
+    """Each named model's golden cases (none without a repository or a model folder)."""
+    if repository is None:
+        return {}
+    found: dict[str, list[GoldenCase]] = {}
+    for name in models:
+        folder = repository / name
+        if folder.is_dir():
+            cases = load_cases(folder)
+            if cases:
+                found[name] = cases
+    return found

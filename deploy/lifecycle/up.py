@@ -154,7 +154,12 @@ def _apply(
             count = len(mode.layout.smoke_changes(the_plan.models, deployed=not the_plan.empty))
             reporter.stage("smoke", mode.layout.describe_smoke(count))
             result.smoke = stages.smoke(
-                the_plan, mode, run.package, provider, timeout_s=options.smoke_timeout_s
+                the_plan,
+                mode,
+                run.package,
+                provider,
+                timeout_s=options.smoke_timeout_s,
+                repository=settings.repository,
             )
 
     run = Run(provider, reporter, package, manifest=mode.layout.published_document)

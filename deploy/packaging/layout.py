@@ -39,6 +39,7 @@ from deploy.repository import (
     format_config,
 )
 from deploy.repository.files import model_entries, printable
+from deploy.repository.golden import GOLDEN_FOLDER
 
 DEPS_FOLDER = "deps"
 # File times tick coarsely (a few ms on Linux, 1-2 s on some file systems): a
@@ -149,7 +150,7 @@ def _add_model(
     _check_relative_fields(model)
     root = repo.root.resolve()
     entries.append(Entry(arcname=str(arcroot), kind="dir", mode=DIR_MODE))
-    _add_tree(model.path, arcroot, root, entries)
+    _add_tree(model.path, arcroot, root, entries, leave_out=(GOLDEN_FOLDER,))
     if model.auto_completed:
         # The config its auto_complete_config completes (from config.pbtxt when there is
         # one, as Triton does), written in place of config.pbtxt so the archive loads
@@ -229,10 +230,16 @@ def _add_tree(
     root: Path,
     entries: list[Entry],
     inside: tuple[Path, ...] = (),
+    leave_out: tuple[str, ...] = (),
 ) -> None:
-    """Add `folder`'s files; `inside` holds the resolved folders being walked (link loops)."""
+    """Add `folder`'s files; `inside` holds the resolved folders being walked (link loops).
+
+    `leave_out` names top-level entries that are not model content (golden/).
+    """
     inside = (*inside, folder.resolve())
     for relative in model_entries(folder):
+        if relative.parts[0] in leave_out:
+            continue
         path = folder / relative
         arcname = arcroot / relative.as_posix()
         _add_path(path, arcname, root, entries, inside)
