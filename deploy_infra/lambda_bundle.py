@@ -25,17 +25,16 @@ a lock keeps two synths from building it twice.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from deploy.cache_lock import locked
 from deploy_infra.errors import InfraConfigError
 
 HANDLERS_DIR = Path(__file__).resolve().parents[1] / "deploy_handlers"
@@ -238,20 +237,5 @@ def _failed(what: str) -> InfraConfigError:
     )
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle = path.open("a+b")
-    except OSError as exc:
-        raise InfraConfigError(
-            f"the cache folder cannot be written: {exc.strerror or exc}",
-            where=str(path.parent),
-            fix="set XDG_CACHE_HOME to a folder this user may write",
-        ) from None
-    with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def _locked(path: Path) -> contextlib.AbstractContextManager[None]:
+    return locked(path, InfraConfigError)

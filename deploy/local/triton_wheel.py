@@ -36,7 +36,6 @@ A developer's virtualenv that has nvidia-pytriton installed beside a
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import platform
@@ -46,11 +45,11 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from deploy.cache_lock import locked
 from deploy.errors import LocalEndpointError
 
 WHEELS_ENV = "DEPLOY_TRITON_WHEELS"  # a folder holding the wheel files (no index needed)
@@ -256,25 +255,8 @@ def ensure_cached(
     return cache
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on `path` (its folder is made; a folder that cannot be
-    written is named with the fix)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle = path.open("a+b")
-    except OSError as exc:
-        raise LocalEndpointError(
-            f"the cache folder cannot be written: {exc.strerror or exc}",
-            where=str(path.parent),
-            fix="set XDG_CACHE_HOME to a folder this user may write",
-        ) from None
-    with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def _locked(path: Path) -> contextlib.AbstractContextManager[None]:
+    return locked(path, LocalEndpointError)
 
 
 def _from_folder(source: Path, wheels: list[PinnedWheel], target: Target) -> list[Path]:
