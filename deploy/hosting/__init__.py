@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from deploy.client.manifest import HOSTINGS, MULTI_MODEL, SINGLE_MODEL
 from deploy.errors import ConfigError
-from deploy.hosting import asynchronous, multi_model, serverless, single_model
+from deploy.hosting import asynchronous, components, multi_model, serverless, single_model
 from deploy.hosting.layout import Diff, Layout, StagePackage, StoredFile
 from deploy.hosting.mode import HostingMode
 
@@ -52,7 +52,13 @@ __all__ = [
 
 MODES: Mapping[str, HostingMode] = {
     mode.name: mode
-    for mode in (multi_model.MODE, single_model.MODE, asynchronous.MODE, serverless.MODE)
+    for mode in (
+        multi_model.MODE,
+        single_model.MODE,
+        asynchronous.MODE,
+        serverless.MODE,
+        components.MODE,
+    )
 }
 
 
