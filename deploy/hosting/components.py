@@ -59,11 +59,22 @@ def gpu_or_cpu_instance(settings: DeploySettings) -> None:
         )
 
 
+def deployed_by_up(settings: DeploySettings) -> None:
+    """`deploy up` does not plan per component yet: refuse before anything is packaged,
+    uploaded or changed (the archives' keys would not match what the stack names)."""
+    raise ConfigError(
+        f"hosting {COMPONENTS!r}: `deploy up` cannot deploy inference components in this "
+        "version (`deploy validate` checks them, and the CDK app synthesizes their stack)",
+        where=rules.HOSTING,
+        fix='use hosting "multi-model" to deploy now',
+    )
+
+
 MODE = HostingMode(
     name=COMPONENTS,
     summary="inference components: one per model, its own GPUs, memory and copies",
     layout=PerModelLayout(),
-    check_settings=rules.all_of(rules.known_instance, gpu_or_cpu_instance),
+    check_settings=rules.all_of(rules.known_instance, gpu_or_cpu_instance, deployed_by_up),
     endpoint_stack="components-endpoint",
     check_repository=repository_rules,
     # ManagedInstanceScaling may reach 0 instances when every model has 0 copies.

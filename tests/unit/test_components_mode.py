@@ -138,3 +138,12 @@ def test_component_names_fit_sagemaker_and_stay_distinct() -> None:
     a, b = component_name("ic", "my_model"), component_name("ic", "my.model")
     assert a != b and a.startswith("ic-my-model-")
     assert len(component_name("e" * 60, "model")) <= 63
+
+
+def test_deploy_up_refuses_the_mode_before_changing_anything(tmp_path: Path) -> None:
+    mode = MODES["components"]
+    with pytest.raises(ConfigError, match=r"ml\.inf1\.xlarge.*GPU or CPU"):
+        mode.check_settings(settings(tmp_path, instance_type="ml.inf1.xlarge"))
+    with pytest.raises(ConfigError, match="cannot deploy inference components") as caught:
+        mode.check_settings(settings(tmp_path))
+    assert caught.value.where == "hosting (--hosting)" and "multi-model" in (caught.value.fix or "")
