@@ -4,6 +4,7 @@
     single-model  one archive, every model behind the generated router (ml.inf1 implies it)
     async         asynchronous endpoint, router layout, request bodies in S3
     serverless    serverless endpoint, router layout, CPU
+    components    one inference component per model: its own GPUs, memory, copies
 
 A stage picks one with `hosting = "..."` in deploy.toml, `--hosting` on the
 CLI or `-c hosting=...` for the CDK app; `mode_for(settings)` returns it.

@@ -147,3 +147,21 @@ def test_deploy_up_refuses_the_mode_before_changing_anything(tmp_path: Path) -> 
     with pytest.raises(ConfigError, match="cannot deploy inference components") as caught:
         mode.check_settings(settings(tmp_path))
     assert caught.value.where == "hosting (--hosting)" and "multi-model" in (caught.value.fix or "")
+
+
+def test_deploy_validate_with_the_mode_reports_a_component_that_fits_no_instance(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from deploy.cli import app
+
+    repository(tmp_path)
+    (tmp_path / "deploy.toml").write_text(
+        '[stages.dev]\ninstance_type = "ml.g5.xlarge"\n', encoding="utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["validate", "models", "--hosting", "components"])
+    assert result.exit_code == 1, result.output
+    assert "[stages.dev.models.detector] accelerators" in result.output
+    assert "ml.g5.xlarge has 1" in result.output and "at most 1" in result.output
