@@ -232,9 +232,11 @@ class ComponentAutoscaling(Construct):
                 namespace="AWS/SageMaker",
                 metric_name=NO_CAPACITY_METRIC,
                 dimensions_map={"InferenceComponentName": name},
-                statistic="Maximum",
-                period=Duration.seconds(30),
+                statistic="Sum",
+                period=Duration.minutes(1),
             ),
+            # AWS's example alarms above 1 failure a minute; at or above 1, a single
+            # call wakes the model.
             threshold=1,
             evaluation_periods=1,
             datapoints_to_alarm=1,

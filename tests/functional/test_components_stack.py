@@ -203,6 +203,8 @@ def test_minimum_zero_gets_the_scale_from_zero_alarm_and_step_policy(stage: Any)
     assert properties["Dimensions"] == [
         {"Name": "InferenceComponentName", "Value": "triton-ic-tabular"}
     ]
+    assert (properties["Statistic"], properties["Period"]) == ("Sum", 60)
+    assert (properties["EvaluationPeriods"], properties["DatapointsToAlarm"]) == (1, 1)
     assert properties["Threshold"] == 1
     assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     # The alarm drives the step policy (and tells the operator).
