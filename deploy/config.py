@@ -36,6 +36,7 @@ from pydantic_settings import (
 )
 
 from deploy.catalogue.images import DEFAULT_TRITON_VERSION
+from deploy.component_settings import ComponentSettings
 from deploy.errors import ConfigError
 from deploy.guardrails import RolloutSettings
 
@@ -183,8 +184,9 @@ class DeploySettings(BaseSettings):
     instance_type: str = Field("ml.g5.xlarge", description="SageMaker instance type.")
     hosting: str | None = Field(
         None,
-        description="How the endpoint hosts the models: multi-model, single-model, async or "
-        "serverless (deploy.hosting); unset: single-model on ml.inf1.*, else multi-model.",
+        description="How the endpoint hosts the models: multi-model, single-model, async, "
+        "serverless or components (deploy.hosting); unset: single-model on ml.inf1.*, else "
+        "multi-model.",
     )
     async_lane: bool = Field(
         False,
@@ -213,6 +215,11 @@ class DeploySettings(BaseSettings):
     rollout: RolloutSettings = Field(
         default_factory=RolloutSettings,
         description="[stages.X.rollout]: how endpoint updates shift traffic (deploy.guardrails).",
+    )
+    models: dict[str, ComponentSettings] = Field(
+        default_factory=dict,
+        description='[stages.X.models.NAME]: hosting "components": a model\'s accelerators, '
+        "memory_mb, cpus, min_copies and max_copies (deploy.component_settings).",
     )
 
     def stack_name(self, component: str) -> str:

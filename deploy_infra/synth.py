@@ -32,6 +32,7 @@ from deploy_infra.errors import InfraConfigError
 from deploy_infra.instances import instance_spec
 from deploy_infra.stacks.api import ApiStack
 from deploy_infra.stacks.async_endpoint import AsyncEndpointStack
+from deploy_infra.stacks.components_endpoint import ComponentsEndpointStack
 from deploy_infra.stacks.endpoint import EndpointStack
 from deploy_infra.stacks.model_store import ModelStoreStack
 from deploy_infra.stacks.network import NetworkStack
@@ -147,6 +148,7 @@ ENDPOINT_STACKS: dict[str, Callable[..., cdk.Stack]] = {
     "single-model-endpoint": SingleModelEndpointStack,
     "serverless-endpoint": ServerlessEndpointStack,
     "async-endpoint": AsyncEndpointStack,
+    "components-endpoint": ComponentsEndpointStack,
 }
 
 

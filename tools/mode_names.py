@@ -27,7 +27,9 @@ from pathlib import Path
 # The places that may name modes: the modes themselves, and the SDK's manifest contract.
 ALLOWED = ("deploy/hosting/", "deploy/client/")
 # The manifest contract's constants for the mode names (deploy.client.manifest).
-CONTRACT_CONSTANTS = frozenset({"MULTI_MODEL", "SINGLE_MODEL", "ASYNC", "SERVERLESS"})
+CONTRACT_CONSTANTS = frozenset(
+    {"MULTI_MODEL", "SINGLE_MODEL", "ASYNC", "SERVERLESS", "COMPONENTS"}
+)
 
 
 def mode_names() -> frozenset[str]:

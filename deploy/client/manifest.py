@@ -78,7 +78,8 @@ MULTI_MODEL = "multi-model"
 SINGLE_MODEL = "single-model"
 ASYNC = "async"
 SERVERLESS = "serverless"
-HOSTINGS = (MULTI_MODEL, SINGLE_MODEL, ASYNC, SERVERLESS)
+COMPONENTS = "components"
+HOSTINGS = (MULTI_MODEL, SINGLE_MODEL, ASYNC, SERVERLESS, COMPONENTS)
 
 # How a request names its model: SageMaker's TargetModel (multi-model endpoints), or
 # the request parameter ROUTER_PARAMETER read by the router model of the one-archive
@@ -96,6 +97,7 @@ ADDRESSING: Mapping[str, str] = {
     SINGLE_MODEL: ROUTER,
     ASYNC: ROUTER,
     SERVERLESS: ROUTER,
+    COMPONENTS: INFERENCE_COMPONENT_HEADER,
 }
 
 # The largest request body each hosting's endpoint takes: InvokeEndpoint 6 MB
@@ -109,6 +111,7 @@ MAX_REQUEST_BYTES: Mapping[str, int] = {
     SINGLE_MODEL: REALTIME_MAX_REQUEST,
     ASYNC: ASYNC_MAX_REQUEST,
     SERVERLESS: SERVERLESS_MAX_REQUEST,
+    COMPONENTS: REALTIME_MAX_REQUEST,
 }
 
 # The KServe v2 datatype names a tensor may declare.

@@ -4,6 +4,7 @@
     single-model  one archive, every model behind the generated router (ml.inf1 implies it)
     async         asynchronous endpoint, router layout, request bodies in S3
     serverless    serverless endpoint, router layout, CPU
+    components    one inference component per model: its own GPUs, memory, copies
 
 A stage picks one with `hosting = "..."` in deploy.toml, `--hosting` on the
 CLI or `-c hosting=...` for the CDK app; `mode_for(settings)` returns it.
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from deploy.client.manifest import HOSTINGS, MULTI_MODEL, SINGLE_MODEL
 from deploy.errors import ConfigError
-from deploy.hosting import asynchronous, multi_model, serverless, single_model
+from deploy.hosting import asynchronous, components, multi_model, serverless, single_model
 from deploy.hosting.layout import Diff, Layout, StagePackage, StoredFile
 from deploy.hosting.mode import HostingMode
 
@@ -52,7 +53,13 @@ __all__ = [
 
 MODES: Mapping[str, HostingMode] = {
     mode.name: mode
-    for mode in (multi_model.MODE, single_model.MODE, asynchronous.MODE, serverless.MODE)
+    for mode in (
+        multi_model.MODE,
+        single_model.MODE,
+        asynchronous.MODE,
+        serverless.MODE,
+        components.MODE,
+    )
 }
 
 
