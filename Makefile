@@ -57,8 +57,8 @@ lint: $(STAMPS)/venv
 	$(PY) tools/mode_names.py deploy deploy_infra
 
 format: $(STAMPS)/venv
-	$(BIN)/ruff format deploy deploy_infra deploy_handlers tests bench
-	$(BIN)/ruff check --fix deploy deploy_infra deploy_handlers tests bench
+	$(BIN)/ruff format deploy deploy_infra deploy_handlers tests bench tools
+	$(BIN)/ruff check --fix deploy deploy_infra deploy_handlers tests bench tools
 
 bench: install models
 	$(PY) bench/package.py

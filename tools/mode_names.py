@@ -27,9 +27,7 @@ from pathlib import Path
 # The places that may name modes: the modes themselves, and the SDK's manifest contract.
 ALLOWED = ("deploy/hosting/", "deploy/client/")
 # The manifest contract's constants for the mode names (deploy.client.manifest).
-CONTRACT_CONSTANTS = frozenset(
-    {"MULTI_MODEL", "SINGLE_MODEL", "ASYNC", "SERVERLESS", "COMPONENTS"}
-)
+CONTRACT_CONSTANTS = frozenset({"MULTI_MODEL", "SINGLE_MODEL", "ASYNC", "SERVERLESS", "COMPONENTS"})
 
 
 def mode_names() -> frozenset[str]:
