@@ -28,6 +28,7 @@ from deploy.client._result import InferResult
 from deploy.client._retry import Attempts, RetryPolicy, TransientError
 from deploy.client._sync import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Endpoint
 
+_TLS_SHUTDOWN_S = 0.25
 _SIGNING_NAME = "sagemaker"
 _TARGET_MODEL_HEADER = "X-Amzn-SageMaker-Target-Model"
 
@@ -143,9 +144,11 @@ class AsyncEndpoint:
         if self._http is not None:
             await self._http.close()
             self._http = None
-            # Closed transports finish on the loop's next turn; an asyncio.run() that
+            # Closed transports finish on the loop's next turn, a TLS one only after its
+            # shutdown exchange (aiohttp's advice: about 250 ms); an asyncio.run() that
             # ends right after would leave them unclosed.
-            await asyncio.sleep(0)
+            secure = self._url is not None and self._url.startswith("https:")
+            await asyncio.sleep(_TLS_SHUTDOWN_S if secure else 0)
         self._sync.close()
 
     async def __aenter__(self) -> AsyncEndpoint:

@@ -35,6 +35,9 @@ INPUTS = {"INPUT0": np.arange(4, dtype=np.float32)}
 ONCE = RetryPolicy(max_attempts=1)
 DRIP_S = 0.25  # one byte this often: every read succeeds, the answer never ends
 STOP_DRIPPING_S = 30.0
+# How far past its timeout a call may end: the thread hand-offs and a TLS teardown on a
+# loaded machine, far below the 30 s a call without the deadline would take.
+SLACK_S = 1.5
 
 
 def content_length(head: bytes) -> int:
@@ -202,7 +205,9 @@ def test_timeout_bounds_a_dripping_answer(
     elapsed, error = timed(server, mode, timeout=timeout, retries=ONCE)
     assert isinstance(error, InferenceTimeoutError), repr(error)
     assert f"timeout={timeout}s" in str(error)
-    assert timeout - 0.1 <= elapsed < timeout + 0.5
+    # The server drips for STOP_DRIPPING_S (30 s): ending within a second and a half of
+    # the timeout shows the deadline held, with room for a loaded 2-core machine.
+    assert timeout - 0.1 <= elapsed < timeout + SLACK_S
 
 
 @pytest.mark.parametrize("timed", TIMED)
@@ -280,7 +285,7 @@ def test_tls_calls_verify_with_the_ca_bundle_and_keep_the_deadline(
 ) -> None:
     elapsed, error = timed(tls_server, "drip-body", timeout=1.5, retries=ONCE)
     assert isinstance(error, InferenceTimeoutError), repr(error)
-    assert elapsed < 2.0
+    assert elapsed < 1.5 + SLACK_S
     monkeypatch.delenv("AWS_CA_BUNDLE")  # an unknown certificate is refused
     tls_server.mode = "ok"
     with pytest.raises(EndpointError):
