@@ -311,6 +311,14 @@ def test_the_readme_user_path_runs_as_printed(
     project = tmp_path_factory.mktemp("empty") / "fraud-scores"
     project.mkdir()
     port = _free_port()
+    # The front door's pinned Lambda wheels, as a user's first synth leaves them in the
+    # cache (pip below has no index: the wheel under test stands in for it).
+    from deploy_infra.lambda_bundle import WHEELS, wheels_folder
+
+    fetched, cached = wheels_folder(), triton_cache_home / "deploy" / "lambda-wheels"
+    cached.mkdir(parents=True, exist_ok=True)
+    for wheel in WHEELS:
+        shutil.copy2(fetched / wheel.filename, cached / wheel.filename)
     env = {
         **installed_deploy.env,
         # tritonserver already fetched into this cache (one download per test session)
