@@ -11,7 +11,14 @@ and the Lambda bundle (deploy_handlers/) carries a byte-for-byte copy of this fi
      "router": "router",                        (router layouts)
      "models": {NAME: {"name", "target_model", "max_batch_size", "inputs", "outputs",
                        "kind", "sha256", "bytes", "source_digest", "backend",
-                       "platform", "contains", ...}},
+                       "platform", "contains",
+                       "inference_component",    (1.2 on, hosting components: the
+                                                  model's InferenceComponentName)
+                       "canary": {"target_model", "percent", "sha256", "bytes",
+                                  "source_digest"},
+                                                 (1.2 on: a second version taking
+                                                  `percent` of the calls; see `split`)
+                       ...}},
      "archive": {"key", "sha256", "bytes"},     (router layouts: the one archive)
      "async_inference": {"input_prefix", "output_prefix", "failure_prefix"},
                                                 (async: s3:// URLs ending in "/"; the
@@ -22,7 +29,7 @@ and the Lambda bundle (deploy_handlers/) carries a byte-for-byte copy of this fi
                                                 (a real-time endpoint's asynchronous
                                                  partner for requests over 6 MB; `archive`:
                                                  its router archive's key, for `deploy up`)
-     "format_minor": 1,                         (1.1 on: see Versions)
+     "format_minor": 2,                         (1.1 on: see Versions)
      "invoke": {"addressing", "max_request_bytes"},
                                                 (1.1 on: how a client calls the endpoint)
      ...}                                       (keys a reader does not know: kept as they are)
@@ -38,7 +45,8 @@ refuses; `max_request_bytes`). A manifest without it
 An async lane is an endpoint of hosting async: it takes `MAX_REQUEST_BYTES[ASYNC]`.
 
 Versions. The version is `format` (the major, an integer) and `format_minor`
-(absent: 0), written 1.1 today. SDKs already in users' applications read the
+(absent: 0), written 1.2 today (1.1: `invoke`; 1.2: a model's
+`inference_component` and `canary`). SDKs already in users' applications read the
 manifests that a newer `deploy` publishes, and the reverse, by one rule:
 - A minor only adds: new optional keys or sections, appended after the keys
   an older reader knows. It never changes what a key already means.
@@ -58,8 +66,10 @@ keeps its own version and bytes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -67,7 +77,7 @@ from typing import Any
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = 1  # the major: readers refuse any other
-MANIFEST_MINOR = 1  # the newest minor, which writers write; readers accept any
+MANIFEST_MINOR = 2  # the newest minor, which writers write; readers accept any
 # The largest manifest any reader accepts. A model's entry is about 1 KB, so this
 # holds thousands of models; readers check it before reading (a file's size, an
 # object's or a response's length) so that a manifest from someone else cannot
@@ -152,7 +162,15 @@ _MODEL_KEYS = (
     "inputs",
     "outputs",
     "contains",
+    "inference_component",
+    "canary",
 )
+_CANARY_KEYS = ("target_model", "percent", "sha256", "bytes", "source_digest")
+
+# A caller-chosen key (a session or user id) that keeps a caller on one version
+# while a model has a canary: the SDK's `sticky_key=` and the front door's header.
+# `Inference-Id` changes with every request, so it cannot be the key.
+STICKY_KEY_HEADER = "X-Deploy-Sticky-Key"
 
 
 class ManifestFormatError(ValueError):
@@ -194,6 +212,31 @@ class TensorSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class Canary:
+    """A second version of a model (its own TargetModel) that takes `percent` of
+    the calls the SDK and the front door split (`split`); format 1.2 on. A reader
+    older than 1.2 keeps it as an extra and sends every call to the model's
+    `target_model`: the version that was live before the canary."""
+
+    target_model: str
+    percent: float  # 0 < percent < 100
+    sha256: str | None = None
+    bytes: int | None = None
+    source_digest: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def to_document(self) -> dict[str, Any]:
+        values: dict[str, Any] = {
+            "target_model": self.target_model,
+            "percent": self.percent,
+            "sha256": self.sha256,
+            "bytes": self.bytes,
+            "source_digest": self.source_digest,
+        }
+        return {key: value for key, value in values.items() if value is not None} | dict(self.extra)
+
+
+@dataclass(frozen=True, slots=True)
 class ModelInfo:
     """What the manifest says about one model.
 
@@ -214,6 +257,8 @@ class ModelInfo:
     platform: str | None = None
     contains: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    inference_component: str | None = None  # 1.2 on, hosting components
+    canary: Canary | None = None  # 1.2 on
 
     def input(self, name: str) -> TensorSpec | None:
         return next((spec for spec in self.inputs if spec.name == name), None)
@@ -232,6 +277,9 @@ class ModelInfo:
             "inputs": [spec.to_document() for spec in self.inputs],
             "outputs": [spec.to_document() for spec in self.outputs],
             "contains": list(self.contains),
+            # 1.2 on, written only when set: other manifests keep their bytes.
+            "inference_component": self.inference_component,
+            "canary": None if self.canary is None else self.canary.to_document(),
         }
         return {key: value for key, value in values.items() if value is not None} | dict(self.extra)
 
@@ -590,7 +638,55 @@ def _model(name: str, entry: Any, where: str) -> ModelInfo:
         platform=_text(entry, "platform", where),
         contains=tuple(contains),
         extra={key: value for key, value in entry.items() if key not in _MODEL_KEYS},
+        inference_component=_text(entry, "inference_component", where),
+        canary=_canary(entry.get("canary"), f"{where}.canary"),
     )
+
+
+def _canary(entry: Any, where: str) -> Canary | None:
+    if entry is None:
+        return None
+    if not isinstance(entry, dict):
+        raise ManifestFormatError("is not an object", where=where)
+    target = entry.get("target_model")
+    if not isinstance(target, str) or not target:
+        raise ManifestFormatError("has no target_model", where=where)
+    percent = entry.get("percent")
+    if isinstance(percent, bool) or not isinstance(percent, (int, float)):
+        percent = None
+    if percent is None or not 0 < percent < 100:
+        raise ManifestFormatError(
+            f"has invalid percent {entry.get('percent')!r} (a number above 0 and below 100)",
+            where=where,
+        )
+    size = entry.get("bytes")
+    if size is not None and (type(size) is not int or size < 0):
+        raise ManifestFormatError(f"has invalid bytes {size!r}", where=where)
+    return Canary(
+        target_model=target,
+        percent=percent,  # as written (10 stays 10): the bytes read are the bytes written
+        sha256=_text(entry, "sha256", where),
+        bytes=size,
+        source_digest=_text(entry, "source_digest", where),
+        extra={key: value for key, value in entry.items() if key not in _CANARY_KEYS},
+    )
+
+
+def split(info: ModelInfo, sticky_key: str | None = None, draw: float | None = None) -> str:
+    """The TargetModel one call goes to: the canary's for `percent` of calls, else
+    the model's. With a `sticky_key` the choice is a hash of the model's name and
+    the key (the same key always reaches the same version while the canary's
+    percent stays); without one, `draw` (uniform in [0, 1), `random.random()` when
+    None) decides. The SDK and the front door both split here."""
+    canary = info.canary
+    if canary is None:
+        return info.target_model
+    if sticky_key is not None:
+        digest = hashlib.sha256(f"{info.name}\0{sticky_key}".encode()).digest()
+        point = int.from_bytes(digest[:8], "big") / 2.0**64
+    else:
+        point = random.random() if draw is None else draw
+    return canary.target_model if point * 100.0 < canary.percent else info.target_model
 
 
 def _text(entry: Mapping[str, Any], key: str, where: str) -> str | None:

@@ -10,6 +10,7 @@ unchanged (unknown keys are kept in place). The reverse, this SDK reading what
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -82,6 +83,14 @@ def later_minor() -> dict[str, Any]:
     return document
 
 
+def with_canary() -> contract.Manifest:
+    manifest = written("multi-model.json")
+    info = manifest.models["bytestats"]
+    canary = contract.Canary(target_model="bytestats-2.tar.gz", percent=50.0)
+    models = {**manifest.models, "bytestats": dataclasses.replace(info, canary=canary)}
+    return dataclasses.replace(manifest, models=models)
+
+
 def test_the_previous_releases_sdk_reads_what_this_version_publishes(tmp_path: Path) -> None:
     old = release_sdk(tmp_path / "release")
     files = {
@@ -91,6 +100,7 @@ def test_the_previous_releases_sdk_reads_what_this_version_publishes(tmp_path: P
             contract.with_lane_archive(written("laned-published.json"), "async/model-1.tar.gz")
         ),
         "multi-model-1.9.json": (json.dumps(later_minor(), indent=2) + "\n").encode(),
+        "multi-model-canary.json": contract.dump(with_canary()),
     }
     for name, raw in files.items():
         (tmp_path / name).write_bytes(raw)
@@ -117,6 +127,8 @@ def test_the_previous_releases_sdk_reads_what_this_version_publishes(tmp_path: P
         "same_bytes": True,
     }
     assert results["multi-model-1.9.json"] == results["multi-model-1.1.json"]
+    # A canary is invisible to it: every call goes to the version live before it.
+    assert results["multi-model-canary.json"] == results["multi-model-1.1.json"]
     assert results["async-1.1.json"] == {"hosting": "async", **routed, "same_bytes": True}
     # The release drops the lane's keys it does not know when it writes the manifest
     # (it never does: `deploy up` of that release rebuilds it); it reads and routes it.
@@ -127,7 +139,8 @@ def test_packaging_what_the_release_packaged_writes_its_bytes_and_the_1_1_keys(
     tmp_path: Path,
 ) -> None:
     """The writers themselves (deploy package, the router layout): the same content
-    is the same bytes, and format 1.1 only appends `format_minor` and `invoke`."""
+    is the same bytes, and format 1.1 on only appends `format_minor` and `invoke`
+    (1.2 adds keys only to a model with a canary or an inference component)."""
     from deploy.hosting.router_archive import package_single_model
     from deploy.packaging import package_repository
 
@@ -149,5 +162,5 @@ def test_packaging_what_the_release_packaged_writes_its_bytes_and_the_1_1_keys(
         raw = (tmp_path / folder / "manifest.json").read_bytes()
         document = json.loads(raw)
         assert list(document)[-2:] == ["format_minor", "invoke"]
-        assert (document.pop("format_minor"), document.pop("invoke")) == (1, invoke)
+        assert (document.pop("format_minor"), document.pop("invoke")) == (2, invoke)
         assert (json.dumps(document, indent=2) + "\n").encode() == (GOLDEN / name).read_bytes()

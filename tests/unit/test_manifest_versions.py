@@ -92,19 +92,20 @@ def test_a_1_0_manifest_gets_todays_addressing_and_limits(
 
 
 @pytest.mark.parametrize("name", FILES)
-def test_this_version_writes_1_1_the_old_bytes_followed_by_the_new_keys(name: str) -> None:
+def test_this_version_writes_its_minor_the_old_bytes_followed_by_the_new_keys(name: str) -> None:
     old = contract.loads(golden(name), name)
     raw = contract.dump(contract.written(old))
     document = json.loads(raw)
     assert list(document)[-2:] == ["format_minor", "invoke"]
-    assert document["format_minor"] == contract.MANIFEST_MINOR == 1
+    assert document["format_minor"] == contract.MANIFEST_MINOR == 2
     assert document["invoke"] == {
         "addressing": old.addressing,
         "max_request_bytes": old.max_request_bytes,
     }
     again = contract.loads(raw, name)
-    assert again.version == "1.1" and contract.dump(again) == raw
-    # Without the 1.1 keys it is the previous release's document, byte for byte.
+    assert again.version == "1.2" and contract.dump(again) == raw
+    # Without the 1.1 keys (1.2 adds none to a model without a canary or component)
+    # it is the previous release's document, byte for byte.
     assert contract.dump(dataclasses.replace(again, format_minor=0, invoke=None)) == golden(name)
 
 
@@ -171,7 +172,7 @@ def test_another_major_is_refused_naming_both_versions_and_the_fix(
     error = raised.value
     assert error.where == "s3://store/manifest.json"
     assert f"has format {major}.{minor}" in error.message
-    assert "this version reads format 1.x (written 1.1)" in error.message
+    assert "this version reads format 1.x (written 1.2)" in error.message
     assert fix in str(error.fix)
 
 
@@ -196,3 +197,54 @@ def test_changes_return_a_new_manifest_and_leave_the_old_one_as_it_was() -> None
     assert laned.async_lane.extra == {"archive": "async/model-0123456789abcdef.tar.gz"}
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(laned, "hosting", "async")  # noqa: B010 (the frozen dataclass refuses it)
+
+
+def with_canary(percent: object = 10) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(golden("multi-model.json"))
+    entry = document["models"]["bytestats"]
+    entry["inference_component"] = "ep-bytestats"
+    entry["canary"] = {
+        "target_model": "bytestats-canary.tar.gz",
+        "percent": percent,
+        "sha256": "ab" * 32,
+        "bytes": 10,
+        "source_digest": "cd" * 32,
+        "shadow": False,
+    }
+    document["format_minor"] = 2
+    return document
+
+
+def test_the_1_2_model_keys_are_read_and_written_back_in_place() -> None:
+    raw = encoded(with_canary())
+    manifest = Manifest.from_bytes(raw, "s3://store/manifest.json")
+    info = manifest.models["bytestats"]
+    assert info.canary is not None and info.canary.percent == 10
+    assert info.canary.target_model == "bytestats-canary.tar.gz"
+    assert info.canary.extra == {"shadow": False}
+    assert info.inference_component == "ep-bytestats"
+    assert info.extra == {}
+    assert contract.dump(manifest) == raw
+
+
+@pytest.mark.parametrize("percent", [0, 100, -1, "10", None, True])
+def test_a_canary_percent_outside_0_to_100_is_refused_naming_the_field(percent: object) -> None:
+    with pytest.raises(ManifestError) as raised:
+        Manifest.parse(with_canary(percent), "s3://store/manifest.json")
+    assert raised.value.where == "s3://store/manifest.json: models.bytestats.canary"
+    assert "percent" in raised.value.message
+
+
+def test_split_sends_the_canary_its_share_and_a_sticky_key_always_one_version() -> None:
+    manifest = Manifest.parse(with_canary(10), "manifest.json")
+    info = manifest.models["bytestats"]
+    assert contract.split(info, draw=0.0999) == "bytestats-canary.tar.gz"
+    assert contract.split(info, draw=0.1) == info.target_model
+    # Keyed: the same key reaches the same version every time; 10,000 keys give
+    # about 10% (binomial: sd 30, so 1000 +- 5 sd).
+    keys = [f"session-{n}" for n in range(10_000)]
+    chosen = [contract.split(info, sticky_key=key) for key in keys]
+    assert chosen == [contract.split(info, sticky_key=key) for key in keys]
+    assert 850 <= chosen.count("bytestats-canary.tar.gz") <= 1150
+    plain = dataclasses.replace(info, canary=None)
+    assert {contract.split(plain, sticky_key=key) for key in keys[:50]} == {info.target_model}
