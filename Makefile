@@ -55,6 +55,7 @@ lint: $(STAMPS)/venv
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(PY) tools/mode_names.py deploy deploy_infra
+	$(PY) tools/private_imports.py deploy deploy_infra deploy_handlers bench tools
 
 format: $(STAMPS)/venv
 	$(BIN)/ruff format deploy deploy_infra deploy_handlers tests bench tools

@@ -154,7 +154,7 @@ def main() -> None:
             multipart_chunksize=options.part_size,
             max_concurrency=options.max_concurrency,
         )
-        from deploy.client._codec import encode
+        from deploy.client.codec import encode
 
         body = encode({"DATA": data}, parameters={"target_model": "bytestats"}).body
         samples: dict[str, list[float]] = {"sdk_round_trip": [], "s3_direct": []}

@@ -39,7 +39,7 @@ import tritonclient.http as httpclient
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from deploy.client import decode, encode
-from deploy.client._codec import encode_input, encode_response
+from deploy.client.codec import encode_input, encode_response
 
 KB = 1024
 MB = 1024 * 1024

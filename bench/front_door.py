@@ -68,7 +68,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from deploy.client import decode, encode  # noqa: E402
-from deploy.client._codec import encode_input, encode_response  # noqa: E402
+from deploy.client.codec import encode_input, encode_response  # noqa: E402
 from deploy_handlers.front_door import fast_json  # noqa: E402
 from deploy_handlers.front_door.app import FrontDoor  # noqa: E402
 from deploy_handlers.front_door.manifest import ManifestCache  # noqa: E402

@@ -48,7 +48,7 @@ from deploy.bench.benchmark import benchmark  # noqa: E402
 from deploy.bench.runner import Plan, Step  # noqa: E402
 from deploy.bench.target import Target  # noqa: E402
 from deploy.client import encode  # noqa: E402
-from deploy.client._codec import encode_input, encode_response  # noqa: E402
+from deploy.client.codec import encode_input, encode_response  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from local_endpoint import cpu_seconds, load, self_cpu  # noqa: E402

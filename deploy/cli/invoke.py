@@ -366,7 +366,7 @@ def _array(data: Any, datatype: str | None, where: str) -> np.ndarray[Any, Any]:
             where=where,
             fix='pass --manifest, or use {"inputs": [{"name", "datatype", "shape", "data"}]}',
         )
-    from deploy.client._dtypes import DATATYPES, FIXED_DTYPES
+    from deploy.client.dtypes import DATATYPES, FIXED_DTYPES
 
     if datatype not in DATATYPES:
         raise InvokeError(f"unknown datatype {datatype!r}", where=where)

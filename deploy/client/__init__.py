@@ -21,10 +21,8 @@ from deploy.client._async_inference import (
     AsyncPendingInference,
     PendingInference,
 )
-from deploy.client._codec import DecodedResponse, EncodedRequest, Tensor, decode, encode
 from deploy.client._core import DEFAULT_MAX_PAYLOAD
 from deploy.client._discovery import endpoint_name_at
-from deploy.client._dtypes import from_bfloat16, to_bfloat16
 from deploy.client._errors import (
     ClientError,
     EndpointError,
@@ -41,6 +39,8 @@ from deploy.client._manifest import AsyncLane, AsyncLocations, Manifest, ModelIn
 from deploy.client._result import Classification, InferResult
 from deploy.client._retry import RetryPolicy
 from deploy.client._sync import Endpoint
+from deploy.client.codec import DecodedResponse, EncodedRequest, Tensor, decode, encode
+from deploy.client.dtypes import from_bfloat16, to_bfloat16
 
 __all__ = [
     "DEFAULT_MAX_PAYLOAD",

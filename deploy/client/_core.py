@@ -18,17 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from deploy.client._codec import (
-    BINARY_CONTENT_TYPE,
-    Buffer,
-    EncodedInput,
-    EncodedRequest,
-    decode_response,
-    encode_input,
-    encode_parts,
-)
 from deploy.client._discovery import ENDPOINT_MANIFEST_PATH as ENDPOINT_MANIFEST_PATH
-from deploy.client._dtypes import FIXED_DTYPES
 from deploy.client._errors import (
     ManifestError,
     ModelNotFoundError,
@@ -39,6 +29,16 @@ from deploy.client._manifest import Manifest, ModelInfo, TensorSpec
 from deploy.client._ownership import Origin, S3Scope
 from deploy.client._result import InferResult
 from deploy.client._validate import check_input_names, check_outputs, check_payload, check_shape
+from deploy.client.codec import (
+    BINARY_CONTENT_TYPE,
+    Buffer,
+    EncodedInput,
+    EncodedRequest,
+    decode_response,
+    encode_input,
+    encode_parts,
+)
+from deploy.client.dtypes import FIXED_DTYPES
 from deploy.client.manifest import (
     ASYNC,
     ASYNC_MAX_REQUEST,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from deploy.client._codec import EncodedInput
 from deploy.client._errors import InvalidInputError, PayloadTooLargeError
 from deploy.client._manifest import ModelInfo, TensorSpec
+from deploy.client.codec import EncodedInput
 
 
 def check_input_names(info: ModelInfo, names: Iterable[str]) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from deploy.client._dtypes import FIXED_DTYPES
+from deploy.client.dtypes import FIXED_DTYPES
 from deploy.errors import DeployError
 from deploy.lifecycle.plan import ModelChange
 from deploy.lifecycle.provider import DataPlane

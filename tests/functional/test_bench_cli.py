@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from deploy.cli import app
-from deploy.client._codec import encode_input, encode_response
+from deploy.client.codec import encode_input, encode_response
 from deploy.local.wire import AwsErrorReply
 from tests.conftest import LocalEndpointHandle
 

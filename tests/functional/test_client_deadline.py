@@ -29,7 +29,7 @@ from deploy.client import (
     InferenceTimeoutError,
     RetryPolicy,
 )
-from deploy.client._codec import encode_input, encode_response
+from deploy.client.codec import encode_input, encode_response
 
 INPUTS = {"INPUT0": np.arange(4, dtype=np.float32)}
 ONCE = RetryPolicy(max_attempts=1)

@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 from deploy.client import ClientError, Endpoint, RetryPolicy
-from deploy.client._codec import encode_input, encode_response
 from deploy.client._direct import DirectInvoker
+from deploy.client.codec import encode_input, encode_response
 
 INPUTS = {"INPUT0": np.arange(4, dtype=np.float32)}
 ONCE = RetryPolicy(max_attempts=1)

@@ -27,7 +27,7 @@ from deploy.client import (
     RetriesExhaustedError,
     RetryPolicy,
 )
-from deploy.client._codec import encode_input, encode_response
+from deploy.client.codec import encode_input, encode_response
 
 FAST = RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.02, total_timeout=10)
 INPUTS = {"INPUT0": np.arange(4, dtype=np.float32)}

@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 
 from deploy.client import AsyncInferenceOptions, Endpoint, ManifestError, ResponseFormatError
-from deploy.client._codec import decode_request, encode_input, encode_response
+from deploy.client.codec import decode_request, encode_input, encode_response
 
 pytestmark = pytest.mark.moto
 

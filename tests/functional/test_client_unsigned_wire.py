@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from deploy.client import ClientError, Endpoint, RetryPolicy
-from deploy.client._codec import encode_input, encode_response
+from deploy.client.codec import encode_input, encode_response
 
 ONCE = RetryPolicy(max_attempts=1)
 ANSWER = encode_response(

@@ -41,7 +41,7 @@ from deploy.client import (
     InferenceTimeoutError,
     ModelError,
 )
-from deploy.client._codec import decode_response, encode
+from deploy.client.codec import decode_response, encode
 
 pytestmark = [pytest.mark.triton, pytest.mark.moto, pytest.mark.slow]
 

@@ -15,8 +15,8 @@ import pytest
 
 from deploy.client import AsyncInferenceOptions, Manifest, ManifestError, PayloadTooLargeError
 from deploy.client._async_inference import _content_type
-from deploy.client._codec import decode_response, encode_input, encode_response
 from deploy.client._core import ASYNC_MAX_PAYLOAD, DEFAULT_MAX_PAYLOAD, Prepared, prepare, route
+from deploy.client.codec import decode_response, encode_input, encode_response
 
 PREFIXES = {
     "input_prefix": "s3://store/async/ep-async/input/",

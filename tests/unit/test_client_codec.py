@@ -22,7 +22,7 @@ from deploy.client import (
     from_bfloat16,
     to_bfloat16,
 )
-from deploy.client._codec import (
+from deploy.client.codec import (
     BINARY_CONTENT_TYPE,
     decode_request,
     encode_input,

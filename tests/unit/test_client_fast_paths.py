@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from deploy.client import InvalidInputError, Manifest, ResponseFormatError, decode
-from deploy.client._codec import encode_input, encode_request, encode_response
 from deploy.client._core import Prepared, Routes, prepare, route
+from deploy.client.codec import encode_input, encode_request, encode_response
 
 
 def manifest(shape: list[int], *, max_batch_size: int = 4, datatype: str = "FP32") -> Manifest:

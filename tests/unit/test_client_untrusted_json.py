@@ -16,8 +16,8 @@ import pytest
 from deploy.client import Manifest, ManifestError, ResponseFormatError, decode
 from deploy.client._async import _answer_from_http
 from deploy.client._async_inference import _content_type
-from deploy.client._codec import BINARY_CONTENT_TYPE
 from deploy.client._failures import answer_from_response
+from deploy.client.codec import BINARY_CONTENT_TYPE
 from deploy.client.manifest import MAX_MANIFEST_BYTES
 
 DEPTH = 100_000

@@ -24,14 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from deploy.client._dtypes import (
+from deploy.client._errors import InvalidInputError, ModelError, ResponseFormatError
+from deploy.client.dtypes import (
     DATATYPES,
     FIXED_DTYPES,
     datatype_of,
     is_bfloat16,
     to_bfloat16,
 )
-from deploy.client._errors import InvalidInputError, ModelError, ResponseFormatError
 
 BINARY_CONTENT_TYPE = "application/vnd.sagemaker-triton.binary+json"
 JSON_CONTENT_TYPE = "application/json"
