@@ -182,8 +182,8 @@ class Endpoint:
                 raise
             self._manifest.refresh(self.discovery_timeout)
             again = self._prepare(
-            model, inputs, outputs, target_model, class_count, parameters, sticky_key
-        )
+                model, inputs, outputs, target_model, class_count, parameters, sticky_key
+            )
             if again.route.target_model == prepared.route.target_model:
                 raise
             return self._send(again)
