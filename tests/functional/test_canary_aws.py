@@ -113,7 +113,7 @@ def test_up_canary_uploads_the_new_version_and_publishes_it_as_the_canary(
     publish = document["plan"]["actions"][-1]
     assert publish["action"] == "PublishManifest"
     assert publish["why"] == f"addsub canary 10% → {second}, live {live}"
-    assert [upload["key"] for upload in document["uploads"]] == [second]
+    assert [upload["target_model"] for upload in document["uploads"]] == [second]
     assert document["manifest_published"]
     entry = published()["models"]["addsub"]
     assert entry["target_model"] == live

@@ -13,6 +13,7 @@ door; a client that read the manifest before the canary routes by it once its
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import math
@@ -28,7 +29,7 @@ import pytest
 from typer.testing import CliRunner
 
 from deploy.cli import app
-from deploy.client import Endpoint
+from deploy.client import AsyncEndpoint, Endpoint
 from deploy.client.manifest import STICKY_KEY_HEADER, loads, split
 from deploy_handlers.front_door.app import TARGET_MODEL_RESPONSE_HEADER, FrontDoor
 from deploy_handlers.front_door.manifest import ManifestCache
@@ -150,6 +151,15 @@ def test_canary_split_by_sdk_and_front_door_on_the_local_endpoint(
             assert sdk_choice["session-0"] == split(info, "session-0")
         with Endpoint(endpoint_url=url, sticky_key=on_canary) as sticky:  # the client's default
             assert {sticky.infer("addsub", inputs).target_model for _ in range(10)} == {new}
+
+        async def sticky_async() -> set[str | None]:
+            async with AsyncEndpoint(endpoint_url=url) as endpoint:
+                return {
+                    (await endpoint.infer("addsub", inputs, sticky_key=key)).target_model
+                    for key in (on_canary,) * 5
+                }
+
+        assert asyncio.run(sticky_async()) == {new}
 
         # WHEN the front door (the real handler) serves the same manifest from S3
         s3 = aws_client("s3", moto_server)
