@@ -154,7 +154,6 @@ def plan(
     named: tuple[CanaryChange, ...] = ()
     canary_notes: tuple[str, ...] = ()
     if mode.name == contract.MULTI_MODEL:
-
         models, named, canary_notes = plan_canaries(
             diff.models, package.document, published, canaries or {}, stage=settings.stage
         )
