@@ -4,7 +4,8 @@ GIVEN `addsub` deployed to a multi-model stage WHEN a changed version goes up
 with `--canary 10%` THEN both archives are in the model store and the published
 manifest keeps the live version as `target_model`, naming the new one as its
 canary; a third version with `--canary` replaces the canary (the live version
-stays); `deploy up` of the canary's own version keeps it as it is. A canary on
+stays); `deploy up` of the canary's own version keeps it as it is (`--canary`
+changes its percent); a fourth version without `--canary` takes every call. A canary on
 another hosting, or outside (0, 50], is refused naming the flag or the field.
 """
 
@@ -131,6 +132,13 @@ def test_up_canary_uploads_the_new_version_and_publishes_it_as_the_canary(
     assert f"addsub canary 20% → {third} (replaces {second}), live {live}" in flat
     assert entry["target_model"] == live and entry["canary"]["percent"] == 20
     assert stored(third)
+
+    # WHEN the canary's own version goes up with another percent, THEN only that changes
+    percent = deploy(*args, "--canary", "30%")
+    assert percent.exit_code == 0, percent.output
+    assert f"addsub canary 30% → {third} (was 20%), live {live}" in " ".join(percent.stdout.split())
+    entry = published()["models"]["addsub"]
+    assert entry["canary"]["target_model"] == third and entry["canary"]["percent"] == 30
 
     # WHEN the canary's own version goes up again without --canary, THEN it is kept as is
     again = deploy(*args, "--json")

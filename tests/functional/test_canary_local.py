@@ -8,7 +8,8 @@ front door calls about 10% reach the canary (within 4 standard deviations of the
 binomial), each answer's values match the TargetModel said to answer; a sticky
 key always reaches the same version, the same one through the SDK and the front
 door; a client that read the manifest before the canary routes by it once its
-`manifest_ttl` has passed.
+`manifest_ttl` has passed, and the front door drops a rolled-back canary once
+its manifest's lifetime has passed.
 """
 
 from __future__ import annotations
@@ -168,7 +169,7 @@ def test_canary_split_by_sdk_and_front_door_on_the_local_endpoint(
         front_door = FrontDoor(
             runtime=aws_client("sagemaker-runtime", url),
             sagemaker=aws_client("sagemaker", moto_server),
-            manifest=ManifestCache(s3, BUCKET, KEY),
+            manifest=ManifestCache(s3, BUCKET, KEY, ttl_s=1.0),
             endpoint_name="local",
         )
         answered: Counter[str] = Counter()
@@ -189,6 +190,18 @@ def test_canary_split_by_sdk_and_front_door_on_the_local_endpoint(
                 for _ in range(5)
             }
             assert targets == {sdk_choice.get(key, new)}, key
+
+        # WHEN the canary is rolled back (the manifest names the live version alone)
+        rolled_back = json.loads(published(tmp_path))
+        del rolled_back["models"]["addsub"]["canary"]
+        s3.put_object(Bucket=BUCKET, Key=KEY, Body=json.dumps(rolled_back).encode())
+        time.sleep(1.05)
+        # THEN the front door sends every call to the live version within its lifetime
+        targets = {
+            front_door.handle(infer_event(key))["headers"][TARGET_MODEL_RESPONSE_HEADER]
+            for key in (on_canary, None, None, None, None)
+        }
+        assert targets == {live}
     finally:
         closing.close()
         down = runner.invoke(app, ["down", "--local"])
