@@ -122,7 +122,7 @@ def requested(settings: DeploySettings, flag: float | None, hosting: str) -> dic
             "or use hosting multi-model",
         )
     if flag is not None:
-        return {"*": flag}
+        return {"*": check_percent(flag, where="--canary")}
     return {
         name: check_percent(percent, where=f"[stages.{settings.stage}.models.{name}] canary")
         for name, percent in per_model.items()
@@ -136,9 +136,10 @@ def plan_canaries(
     percents: Mapping[str, float],
     *,
     stage: str,
+    lane: bool = False,
 ) -> tuple[tuple[ModelChange, ...], tuple[CanaryChange, ...], tuple[str, ...]]:
     """The plan's model changes adjusted for canaries, the canaries the published
-    manifest will name, and notes for the plan."""
+    manifest will name, and notes for the plan (`lane`: the stage has an async lane)."""
     local = {name: entry for name, entry in (package.get("models") or {}).items()}
     unknown = sorted(name for name in percents if name != "*" and name not in local)
     if unknown:
@@ -214,6 +215,11 @@ def plan_canaries(
             )
         )
         changes.append(change)
+    if lane and any(canary.changes_manifest for canary in canaries):
+        notes.append(
+            "the async lane (requests over 6 MB) serves this repository's version of each "
+            "model: a canary's split applies to real-time calls only"
+        )
     return tuple(changes), tuple(canaries), tuple(notes)
 
 

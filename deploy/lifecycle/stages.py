@@ -155,7 +155,12 @@ def plan(
     canary_notes: tuple[str, ...] = ()
     if mode.name == contract.MULTI_MODEL:
         models, named, canary_notes = plan_canaries(
-            diff.models, package.document, published, canaries or {}, stage=settings.stage
+            diff.models,
+            package.document,
+            published,
+            canaries or {},
+            stage=settings.stage,
+            lane=settings.async_lane,
         )
     infra = provider.plan_infra(desired)
     # Bundled BLS models may not differ from those of the archives this publishes, nor,
