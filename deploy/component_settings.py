@@ -4,6 +4,7 @@ Each field overrides what `deploy.hosting.components` derives from the model's
 `instance_group`, its files and the instance catalogue; copies bound the
 component's own autoscaling (`sagemaker:inference-component:DesiredCopyCount`).
 A minimum of 0 copies lets the model, and the instances with it, scale to zero.
+`canary` applies to `hosting = "multi-model"` (deploy.lifecycle.canary).
 """
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ class ComponentSettings(BaseModel):
     )
     min_copies: int = Field(1, ge=0, description="Fewest copies; 0 scales the model to zero.")
     max_copies: int = Field(4, ge=1, description="Most copies autoscaling may run.")
+    canary: float | None = Field(
+        None,
+        gt=0,
+        le=50,
+        description='hosting "multi-model": the percent of calls (above 0, at most 50) a new '
+        "version of this model takes as a canary while the live version keeps the rest.",
+    )
 
     @model_validator(mode="after")
     def _bounds(self) -> ComponentSettings:

@@ -88,9 +88,20 @@ def up(
         help="Endpoint name to use with --smoke-endpoint-url.",
     ),
     no_repo_code: NoRepoCodeOption = False,
+    canary: str | None = typer.Option(
+        None,
+        "--canary",
+        help="Multi-model: publish each changed model as a canary taking this percent of "
+        "its calls (e.g. 10%); the live version keeps the rest.",
+    ),
 ) -> None:
     """Package, plan, upload, provision, wait, smoke-test, publish the manifest."""
     repository_code(no_repo_code, stage=stage)
+    percent = None
+    if canary is not None:
+        from deploy.lifecycle.canary import parse_percent
+
+        percent = parse_percent(canary)
     if local:
         reject(
             ctx,
@@ -115,6 +126,7 @@ def up(
             skip_smoke=skip_smoke,
             timeout=timeout or LOCAL_START_TIMEOUT_S,
             as_json=as_json,
+            canary=percent,
         )
         return
     reject(ctx, {"port": "--port"}, because="to AWS: it is the local endpoint's port (--local)")
@@ -135,6 +147,7 @@ def up(
         smoke_endpoint_url=smoke_endpoint_url,
         smoke_endpoint_name=smoke_endpoint_name,
         as_json=as_json,
+        canary=percent,
     )
 
 
@@ -150,6 +163,7 @@ def _up_local(
     skip_smoke: bool,
     timeout: float,
     as_json: bool,
+    canary: float | None = None,
 ) -> None:
     if not dry_run:
         from deploy.extras import require
@@ -186,7 +200,7 @@ def _up_local(
         provider,
         repository=settings.repository,
         package_dir=settings.package_dir,
-        options=UpOptions(dry_run=dry_run, skip_smoke=skip_smoke, timeout_s=timeout),
+        options=UpOptions(dry_run=dry_run, skip_smoke=skip_smoke, timeout_s=timeout, canary=canary),
         reporter=reporter(interactive=interactive() and not as_json, lines=not as_json),
         on_plan=None if as_json else (lambda plan: render_plan(plan, out)),
         mode=mode,
@@ -464,6 +478,7 @@ def _up_aws(
     smoke_endpoint_url: str | None,
     smoke_endpoint_name: str | None,
     as_json: bool,
+    canary: float | None = None,
 ) -> None:
     from deploy.extras import require
 
@@ -493,7 +508,7 @@ def _up_aws(
         provider,
         repository=settings.repository,
         package_dir=settings.package_dir,
-        options=UpOptions(dry_run=dry_run, skip_smoke=skip_smoke, timeout_s=timeout),
+        options=UpOptions(dry_run=dry_run, skip_smoke=skip_smoke, timeout_s=timeout, canary=canary),
         reporter=reporter(interactive=interactive() and not as_json, lines=not as_json),
         on_plan=None if as_json else (lambda plan: render_plan(plan, out)),
     )

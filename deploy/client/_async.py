@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from deploy.client._async_inference import AsyncInferenceOptions, AsyncPendingInference
 from deploy.client._core import Prepared, finish, prepare
-from deploy.client._discovery import ManifestSource
+from deploy.client._discovery import DEFAULT_MANIFEST_TTL, ManifestSource
 from deploy.client._errors import (
     EndpointError,
     InferenceTimeoutError,
@@ -55,6 +55,8 @@ class AsyncEndpoint:
         max_connections: int = 64,
         async_options: AsyncInferenceOptions | None = None,
         async_endpoint_url: str | None = None,
+        manifest_ttl: float | None = DEFAULT_MANIFEST_TTL,
+        sticky_key: str | None = None,
     ) -> None:
         if importlib.util.find_spec("aiohttp") is None:
             raise ModuleNotFoundError(
@@ -75,6 +77,8 @@ class AsyncEndpoint:
             max_payload_bytes=max_payload_bytes,
             async_options=async_options,
             async_endpoint_url=async_endpoint_url,
+            manifest_ttl=manifest_ttl,
+            sticky_key=sticky_key,
         )
         self.name = self._sync.name
         self.timeout = timeout
@@ -98,10 +102,11 @@ class AsyncEndpoint:
         target_model: str | None = None,
         class_count: int | None = None,
         parameters: Mapping[str, Any] | None = None,
+        sticky_key: str | None = None,
     ) -> InferResult:
         """See `Endpoint.infer`."""
         prepared = await self._prepare(
-            model, inputs, outputs, target_model, class_count, parameters
+            model, inputs, outputs, target_model, class_count, parameters, sticky_key
         )
         try:
             return await self._send(prepared)
@@ -110,7 +115,7 @@ class AsyncEndpoint:
                 raise
             await asyncio.to_thread(self._manifest.refresh, self._sync.discovery_timeout)
             again = await self._prepare(
-                model, inputs, outputs, target_model, class_count, parameters
+                model, inputs, outputs, target_model, class_count, parameters, sticky_key
             )
             if again.route.target_model == prepared.route.target_model:
                 raise
@@ -125,10 +130,11 @@ class AsyncEndpoint:
         target_model: str | None = None,
         class_count: int | None = None,
         parameters: Mapping[str, Any] | None = None,
+        sticky_key: str | None = None,
     ) -> AsyncPendingInference:
         """See `Endpoint.submit`; the handle's `done()` and `wait()` are awaited."""
         prepared = await self._prepare(
-            model, inputs, outputs, target_model, class_count, parameters
+            model, inputs, outputs, target_model, class_count, parameters, sticky_key
         )
         if prepared.route.asynchronous is None:
             return AsyncPendingInference(result=await self._send(prepared))
@@ -165,6 +171,7 @@ class AsyncEndpoint:
         target_model: str | None,
         class_count: int | None,
         parameters: Mapping[str, Any] | None,
+        sticky_key: str | None = None,
     ) -> Prepared:
         if not self._manifest.loaded:
             # Discovery and S3 reads are blocking boto3 calls; keep them off the loop.
@@ -172,7 +179,12 @@ class AsyncEndpoint:
         manifest = self._manifest.get()
         origin = self._manifest.origin
         chosen = self._sync._routes.get(
-            model, target_model, manifest, self._manifest.reason, origin
+            model,
+            target_model,
+            manifest,
+            self._manifest.reason,
+            origin,
+            self._sync.sticky_key if sticky_key is None else sticky_key,
         )
         return prepare(
             chosen,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -48,6 +48,7 @@ from deploy.client.manifest import (
     ROUTER_PARAMETER,
     SERVERLESS,
     AsyncLocations,
+    split,
 )
 
 # The limits of a request without a manifest (the manifest publishes its endpoint's):
@@ -209,9 +210,35 @@ def route(
     manifest: Manifest | None,
     reason: str | None,
     origin: Origin | None = None,
+    sticky_key: str | None = None,
 ) -> Route:
     """Resolve a logical model name (or accept an explicit TargetModel); `origin`
-    says where the manifest came from (its async prefixes are checked against it)."""
+    says where the manifest came from (its async prefixes are checked against it).
+
+    A model with a canary goes to the TargetModel `split` picks for this call:
+    sticky on `sticky_key`, uniform without one. An explicit `target_model`
+    bypasses the split."""
+    return with_split(_route(model, target_model, manifest, reason, origin), sticky_key)
+
+
+def with_split(chosen: Route, sticky_key: str | None) -> Route:
+    """`chosen`, sent to its canary's TargetModel when `split` says so this call."""
+    info = chosen.info
+    if info is None or info.canary is None or not chosen.from_manifest:
+        return chosen
+    if chosen.target_model is None:  # the router parameter: no canary in these layouts
+        return chosen
+    picked = split(info, sticky_key)
+    return chosen if picked == chosen.target_model else replace(chosen, target_model=picked)
+
+
+def _route(
+    model: str,
+    target_model: str | None,
+    manifest: Manifest | None,
+    reason: str | None,
+    origin: Origin | None,
+) -> Route:
     info = manifest.find(model) if manifest is not None else None
     if manifest is not None and manifest.addressing == ROUTER:
         # One router model behind the endpoint: it picks the model by request parameter.
@@ -254,7 +281,8 @@ def route(
 
 class Routes:
     """`route`'s answers for one endpoint, each kept with the manifest (and the
-    origin) it came from: a re-read manifest is routed afresh."""
+    origin) it came from: a re-read manifest is routed afresh. A model's canary
+    split is made for every call."""
 
     __slots__ = ("_known",)
 
@@ -268,17 +296,18 @@ class Routes:
         manifest: Manifest | None,
         reason: str | None,
         origin: Origin | None = None,
+        sticky_key: str | None = None,
     ) -> Route:
         key = (model, target_model)
         found = self._known.get(key)
         if found is not None and found[0] is manifest and found[1] is origin:
-            return found[2]
-        chosen = route(model, target_model, manifest, reason, origin)
+            return with_split(found[2], sticky_key)
+        chosen = _route(model, target_model, manifest, reason, origin)
         if manifest is not None:  # without one, a later manifest may resolve it
             if len(self._known) >= 256:
                 self._known.clear()
             self._known[key] = (manifest, origin, chosen)
-        return chosen
+        return with_split(chosen, sticky_key)
 
 
 def prepare(

@@ -19,10 +19,20 @@ is read only one byte past the limit. A deadline that passes is an
 
 `origin` records where the manifest came from, and the bucket owner's
 account when DescribeEndpoint named it (`deploy.client._ownership`).
+
+A manifest read from a path, an s3:// URL or by discovery is kept for
+`ttl` seconds (`DEFAULT_MANIFEST_TTL`), then read again on the next call, so
+that a manifest `deploy up`, a promotion or a rollback publishes reaches
+every caller within that time. A re-read that fails keeps the manifest read
+before (the call goes on; the failure is logged) and is tried again
+`_RETRY_AFTER_FAILURE` seconds later. A `Manifest` object given is never re-read.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -43,6 +53,12 @@ DEFAULT_DISCOVERY_TIMEOUT = 10.0
 # A failure this close to the deadline is taken for the deadline passing (a socket
 # timeout armed to the time left may fire a hair early).
 _SLACK = 0.05
+# How long a manifest read is used before it is read again (seconds): the most a
+# published change (a canary, its rollback) takes to reach a running client.
+DEFAULT_MANIFEST_TTL = 60.0
+# After a failed re-read, how long the manifest read before is used until the next try.
+_RETRY_AFTER_FAILURE = 5.0
+log = logging.getLogger("deploy.client")
 
 ManifestLocation = str | Path | Manifest | None
 
@@ -53,7 +69,8 @@ class ManifestSource:
     `client_factory` returns the control-plane clients (sagemaker, s3) whose
     requests stop at the calling thread's deadline; `connect_timeout` bounds
     connecting to `endpoint_url`; `ca_bundle()` names what verifies its TLS
-    (None: botocore's default bundle).
+    (None: botocore's default bundle); `ttl` how many seconds a manifest read
+    is used (None: for ever).
     """
 
     def __init__(
@@ -66,7 +83,10 @@ class ManifestSource:
         endpoint_url: str | None = None,
         connect_timeout: float = 10.0,
         ca_bundle: Callable[[], str | None] = lambda: None,
+        ttl: float | None = DEFAULT_MANIFEST_TTL,
     ) -> None:
+        if ttl is not None and ttl < 0:
+            raise ValueError(f"manifest_ttl must be 0 or more seconds (or None), not {ttl!r}")
         self._location = location
         self._discover_allowed = discover
         self._endpoint_url = endpoint_url
@@ -79,19 +99,63 @@ class ManifestSource:
         self.reason: str | None = None
         source = self._cached.source if self._cached is not None else str(location)
         self.origin = Origin(source)
+        self._ttl = None if isinstance(location, Manifest) else ttl
+        self._read_at = 0.0  # time.monotonic() of the last read
+        self._rereading = threading.Lock()
 
     @property
     def loaded(self) -> bool:
-        return self._loaded
+        """Whether `get` answers without reading (read, and not yet due again)."""
+        return self._loaded and not self._due()
+
+    def _due(self) -> bool:
+        """A manifest read before whose lifetime is over."""
+        ttl = self._ttl
+        return ttl is not None and self._loaded and time.monotonic() - self._read_at >= ttl
 
     def get(self, timeout: float | None = None) -> Manifest | None:
-        """The manifest, read on first use within `timeout` seconds (the call's)."""
+        """The manifest, read on first use (and again once `ttl` has passed) within
+        `timeout` seconds (the call's)."""
         if not self._loaded:
-            limit = DEFAULT_DISCOVERY_TIMEOUT if timeout is None else timeout
-            with deadline(limit):
-                self._cached, self.origin = self._load(limit)
-            self._loaded = True
+            self._read(timeout)
+        elif self._due() and self._rereading.acquire(blocking=False):
+            # One thread re-reads; the others go on with the manifest they have.
+            try:
+                if self._due():
+                    self._reread(timeout)
+            finally:
+                self._rereading.release()
         return self._cached
+
+    def _read(self, timeout: float | None) -> None:
+        limit = DEFAULT_DISCOVERY_TIMEOUT if timeout is None else timeout
+        with deadline(limit):
+            self._cached, self.origin = self._load(limit)
+        self._loaded = True
+        self._read_at = time.monotonic()
+
+    def _reread(self, timeout: float | None) -> None:
+        """Read again after the lifetime; a failure keeps what was read before."""
+        before, origin, reason = self._cached, self.origin, self.reason
+        try:
+            self._read(timeout)
+        except (ManifestError, InferenceTimeoutError) as exc:
+            failure: str = str(exc)
+        else:
+            if self._cached is not None or before is None:
+                return
+            failure = self.reason or "no manifest was found"
+        log.warning(
+            "endpoint %r: re-reading the manifest failed (%s); using the one read before, "
+            "trying again in %g s",
+            self._endpoint,
+            failure,
+            _RETRY_AFTER_FAILURE,
+        )
+        self._cached, self.origin, self.reason = before, origin, reason
+        self._loaded = True
+        assert self._ttl is not None  # only a manifest with a lifetime is re-read
+        self._read_at = time.monotonic() - self._ttl + min(_RETRY_AFTER_FAILURE, self._ttl)
 
     def refresh(self, timeout: float | None = None) -> Manifest | None:
         """Read the manifest again (after the endpoint said a model is missing)."""

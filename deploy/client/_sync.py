@@ -17,7 +17,12 @@ from deploy.client._async_inference import (
 )
 from deploy.client._core import Prepared, Routes, finish, prepare
 from deploy.client._deadline import deadline
-from deploy.client._discovery import ManifestLocation, ManifestSource, endpoint_name_at
+from deploy.client._discovery import (
+    DEFAULT_MANIFEST_TTL,
+    ManifestLocation,
+    ManifestSource,
+    endpoint_name_at,
+)
 from deploy.client._errors import (
     ClientError,
     EndpointError,
@@ -70,6 +75,15 @@ class Endpoint:
     sends the lane's InvokeEndpointAsync elsewhere than `endpoint_url`
     (a second local endpoint). Only objects under the manifest's own
     asynchronous prefixes, in its bucket, are read, written or deleted.
+
+    A manifest found from a path, a URL or the endpoint is used for
+    `manifest_ttl` seconds (default 60), then read again, so a model's new
+    version, canary or rollback reaches this client within that time (None:
+    read once). While a model has a canary, each call goes to the live or the
+    canary TargetModel as the manifest's split says: uniformly, or always the
+    same for one `sticky_key` (a session or user id; `infer(sticky_key=)`
+    overrides this client's default). `result.target_model` says which one
+    answered; `target_model=` picks one yourself and bypasses the split.
     """
 
     def __init__(
@@ -88,6 +102,8 @@ class Endpoint:
         transport: Literal["direct", "boto3"] = "direct",
         async_options: AsyncInferenceOptions | None = None,
         async_endpoint_url: str | None = None,
+        manifest_ttl: float | None = DEFAULT_MANIFEST_TTL,
+        sticky_key: str | None = None,
     ) -> None:
         if transport not in ("direct", "boto3"):
             raise ValueError(f"transport must be 'direct' or 'boto3', not {transport!r}")
@@ -102,6 +118,7 @@ class Endpoint:
         self.max_payload_bytes = max_payload_bytes
         self.async_options = async_options or AsyncInferenceOptions()
         self.async_endpoint_url = async_endpoint_url
+        self.sticky_key = sticky_key
         self._async_client: AsyncInferenceClient | None = None
         self._async_runtimes: dict[str | None, Any] = {}
         self._session = session
@@ -128,6 +145,7 @@ class Endpoint:
             endpoint_url=endpoint_url,
             connect_timeout=connect_timeout,
             ca_bundle=self._ca_bundle,
+            ttl=manifest_ttl,
         )
 
     # -- public surface -------------------------------------------------------------
@@ -141,6 +159,7 @@ class Endpoint:
         target_model: str | None = None,
         class_count: int | None = None,
         parameters: Mapping[str, Any] | None = None,
+        sticky_key: str | None = None,
     ) -> InferResult:
         """Run `model` on `inputs` (name → array); returns output arrays by name.
 
@@ -148,9 +167,13 @@ class Endpoint:
         (`*.tar.gz`); `target_model` overrides the manifest's choice.
         `class_count=k` asks Triton for the top-k classes of each output
         (read them with `result.classes(name)`). Outputs are read-only views
-        into the response body, not copies (see `InferResult`).
+        into the response body, not copies (see `InferResult`). `sticky_key`
+        keeps a caller on one version while the model has a canary (default:
+        the client's `sticky_key`).
         """
-        prepared = self._prepare(model, inputs, outputs, target_model, class_count, parameters)
+        prepared = self._prepare(
+            model, inputs, outputs, target_model, class_count, parameters, sticky_key
+        )
         try:
             return self._send(prepared)
         except ModelNotFoundError:
@@ -158,7 +181,9 @@ class Endpoint:
             if not prepared.route.from_manifest:
                 raise
             self._manifest.refresh(self.discovery_timeout)
-            again = self._prepare(model, inputs, outputs, target_model, class_count, parameters)
+            again = self._prepare(
+                model, inputs, outputs, target_model, class_count, parameters, sticky_key
+            )
             if again.route.target_model == prepared.route.target_model:
                 raise
             return self._send(again)
@@ -172,13 +197,16 @@ class Endpoint:
         target_model: str | None = None,
         class_count: int | None = None,
         parameters: Mapping[str, Any] | None = None,
+        sticky_key: str | None = None,
     ) -> PendingInference:
         """Send a request and return without waiting for an asynchronous answer.
 
         On an asynchronous endpoint (or the async lane) the returned handle's
         `wait()` polls S3 for the answer; a request answered in real time
         comes back already done."""
-        prepared = self._prepare(model, inputs, outputs, target_model, class_count, parameters)
+        prepared = self._prepare(
+            model, inputs, outputs, target_model, class_count, parameters, sticky_key
+        )
         if prepared.route.asynchronous is None:
             return PendingInference(result=self._send(prepared))
         client = self._asynchronous()
@@ -216,10 +244,18 @@ class Endpoint:
         target_model: str | None,
         class_count: int | None,
         parameters: Mapping[str, Any] | None,
+        sticky_key: str | None = None,
     ) -> Prepared:
         manifest = self._manifest.get(self.discovery_timeout)
         origin = self._manifest.origin
-        chosen = self._routes.get(model, target_model, manifest, self._manifest.reason, origin)
+        chosen = self._routes.get(
+            model,
+            target_model,
+            manifest,
+            self._manifest.reason,
+            origin,
+            self.sticky_key if sticky_key is None else sticky_key,
+        )
         return prepare(
             chosen,
             inputs,

@@ -158,7 +158,12 @@ def _upload_why(action: str) -> str:
 
 
 def _manifest_changes(plan: Plan) -> tuple[str, ...]:
-    changes = [f"{m.name} {m.action}" for m in plan.models if m.action != "unchanged"]
+    canaries = {canary.name: canary for canary in plan.canaries if canary.changes_manifest}
+    changes = [
+        canaries[m.name].describe() if m.name in canaries else f"{m.name} {m.action}"
+        for m in plan.models
+        if m.action != "unchanged" or m.name in canaries
+    ]
     archive = plan.archive
     if archive is not None and archive.key != archive.previous_key:
         was = f" (was {archive.previous_key})" if archive.previous_key else ""

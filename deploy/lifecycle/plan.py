@@ -8,7 +8,7 @@ as it should be. The same plan drives `--dry-run`, the upload and the report.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from deploy.errors import ConfigError
 from deploy.hosting.capacity import InfraSpec, ServerlessSpec
@@ -17,6 +17,9 @@ from deploy.hosting.per_model import ArchiveEntry, diff_models, manifest_entries
 from deploy.lifecycle.actions import Action, plan_actions
 from deploy.lifecycle.actions import to_dict as action_dict
 from deploy.lifecycle.prices import Cost
+
+if TYPE_CHECKING:
+    from deploy.lifecycle.canary import CanaryChange
 
 __all__ = [
     "NEEDS_CREDENTIALS",
@@ -76,6 +79,8 @@ class Plan:
     notes: tuple[str, ...] = ()  # the hosting mode's warnings about the package
     # The stack holding the model store (AWS): created first when missing, the archives go there.
     store_stack: str | None = None
+    # Multi-model: the canaries the published manifest names (deploy.lifecycle.canary).
+    canaries: tuple[CanaryChange, ...] = ()
 
     def offline(self, reason: str) -> Plan:
         """This plan with every part that needs AWS marked unknown (`needs_credentials`)."""
@@ -88,6 +93,7 @@ class Plan:
                 if m.action != "removed"
             ),
             archive=archive,
+            canaries=(),
             infra_action="unknown",
             infra=tuple(replace(change, before=None) for change in self.infra),
             resources=(),
@@ -120,7 +126,8 @@ class Plan:
     @property
     def manifest_changes(self) -> bool:
         archive_moved = self.archive is not None and self.archive.key != self.archive.previous_key
-        return archive_moved or any(m.action != "unchanged" for m in self.models)
+        canaries = any(canary.changes_manifest for canary in self.canaries)
+        return archive_moved or canaries or any(m.action != "unchanged" for m in self.models)
 
     @property
     def empty(self) -> bool:
@@ -153,6 +160,8 @@ class Plan:
             document["needs_credentials"] = list(self.needs_credentials)
         if self.notes:
             document["notes"] = list(self.notes)
+        if self.canaries:
+            document["canaries"] = [canary.to_dict() for canary in self.canaries]
         if self.archive is not None:
             document["hosting"] = self.hosting
             document["archive"] = self.archive.to_dict()

@@ -56,18 +56,23 @@ def render_plan(plan: Plan, out: Console) -> None:
     models.add_column("change")
     models.add_column("target model", overflow="fold")  # never truncated: users copy it
     models.add_column("size", justify="right", no_wrap=True)
+    canaries = {canary.name: canary for canary in plan.canaries}
     for change in plan.models:
         style = _ACTION_STYLE[change.action]
         label = "?" if change.action == "unknown" else change.action
-        models.add_row(
-            change.name,
-            f"[{style}]{label}[/]" + (" ↑" if change.upload else ""),
-            change.target_model
-            + (
+        canary = canaries.get(change.name)
+        if canary is not None:  # the live version stays; the new one takes a share
+            target = escape(canary.describe().removeprefix(f"{change.name} "))
+        else:
+            target = change.target_model + (
                 f"\n[dim]was {change.previous_target_model}[/]"
                 if change.action == "changed"
                 else ""
-            ),
+            )
+        models.add_row(
+            change.name,
+            f"[{style}]{label}[/]" + (" ↑" if change.upload else ""),
+            target,
             size(change.bytes),
         )
     out.print(models)

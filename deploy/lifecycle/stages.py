@@ -10,7 +10,7 @@ the published manifest) is asked of the `HostingMode`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from deploy._files import atomic_write_bytes
@@ -18,6 +18,7 @@ from deploy.client import manifest as contract
 from deploy.config import DeploySettings, settings_file
 from deploy.errors import ConfigError, DeployError, ValidationFailedError
 from deploy.hosting import HostingMode, StagePackage, StoredFile, mode_for
+from deploy.lifecycle.canary import CanaryChange, plan_canaries
 from deploy.lifecycle.plan import InfraSpec, Plan
 from deploy.lifecycle.prices import estimate_for
 from deploy.lifecycle.provider import EndpointView, InfraPlan, Provider, Reporter
@@ -134,8 +135,12 @@ def plan(
     mode: HostingMode,
     package: StagePackage,
     desired: InfraSpec,
+    canaries: Mapping[str, float] | None = None,
 ) -> tuple[Plan, InfraPlan]:
-    """Describe calls only: what would change, and what it costs per hour."""
+    """Describe calls only: what would change, and what it costs per hour.
+
+    `canaries` (multi-model): percent by model name ('*': every changed model), as
+    `deploy.lifecycle.canary.requested` reads them."""
     if package.archive is not None:
         # The endpoint's Model reads this archive: its templates name the key.
         provider.use_model_archive(package.archive.key)
@@ -145,6 +150,18 @@ def plan(
     published = provider.published_manifest()
     stored = provider.stored_sha256(file.key for file in package.files)
     diff = mode.layout.diff(package, published, stored)
+    models = diff.models
+    named: tuple[CanaryChange, ...] = ()
+    canary_notes: tuple[str, ...] = ()
+    if mode.name == contract.MULTI_MODEL:
+        models, named, canary_notes = plan_canaries(
+            diff.models,
+            package.document,
+            published,
+            canaries or {},
+            stage=settings.stage,
+            lane=settings.async_lane,
+        )
     infra = provider.plan_infra(desired)
     # Bundled BLS models may not differ from those of the archives this publishes, nor,
     # while an endpoint runs (instances may hold them), from the published archives'.
@@ -157,7 +174,7 @@ def plan(
             stage=settings.stage,
             provider=provider.name,
             endpoint=settings.endpoint_name,
-            models=diff.models,
+            models=models,
             infra_action=infra.action,
             infra=infra.changes,
             resources=infra.resources,
@@ -174,8 +191,10 @@ def plan(
                     else ()
                 ),
                 *infra.notes,
+                *canary_notes,
             ),
             store_stack=infra.store_stack,
+            canaries=named,
         ),
         infra,
     )

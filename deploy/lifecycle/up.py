@@ -41,6 +41,7 @@ class UpOptions:
     skip_smoke: bool = False
     timeout_s: float = 3600.0
     smoke_timeout_s: float = 120.0
+    canary: float | None = None  # --canary: percent for every changed model (multi-model)
 
 
 @dataclass
@@ -90,6 +91,9 @@ def up(
     on_aws = provider.name == "aws"
     mode = mode or mode_for(settings)
     _require_hosting(provider, mode)
+    from deploy.lifecycle.canary import requested
+
+    canaries = requested(settings, options.canary, mode.name)
     # A package deployed as it is was validated when it was written.
     target = f" for {settings.instance_type}" if on_aws else ""
     reporter.stage("validate", f"{repository}{target} ({mode.name})")
@@ -120,7 +124,7 @@ def up(
         )
     desired = stages.desired_infra(settings, mode)
     _planning(reporter, provider)
-    the_plan, _ = stages.plan(settings, planner, mode, package, desired)
+    the_plan, _ = stages.plan(settings, planner, mode, package, desired, canaries)
     if offline is not None:
         the_plan = the_plan.offline(offline)
     result = UpResult(plan=the_plan, dry_run=options.dry_run)
@@ -162,7 +166,13 @@ def _apply(
                 repository=settings.repository,
             )
 
-    run = Run(provider, reporter, package, manifest=mode.layout.published_document)
+    from deploy.lifecycle.canary import published_document
+
+    def manifest(package: StagePackage) -> bytes:
+        # Canaried models: the live version stays, the new one named as its canary.
+        return published_document(mode.layout.published_document(package), the_plan.canaries)
+
+    run = Run(provider, reporter, package, manifest=manifest)
     try:
         apply(the_plan, run, verify=verify)
     finally:

@@ -268,7 +268,12 @@ class ModelPlatform:
         # Read on every cold load: `deploy up --local` publishes new manifests live.
         manifest = self.store.manifest()
         models = manifest.models.values() if manifest is not None else ()
-        return next((m.sha256 or None for m in models if m.target_model == target_model), None)
+        for model in models:  # the live version's archive, or its canary's
+            if model.target_model == target_model:
+                return model.sha256 or None
+            if model.canary is not None and model.canary.target_model == target_model:
+                return model.canary.sha256 or None
+        return None
 
     def _extract(self, target_model: str, folder: Path, phases: dict[str, float]) -> None:
         started = time.perf_counter()

@@ -6,6 +6,12 @@ manifest, which also says how the endpoint is addressed (its `TargetModel`,
 or the router's `target_model` parameter) and the largest request it takes;
 the request goes to the endpoint in Triton's binary protocol and comes back
 as KServe v2 JSON.
+
+A model with a canary is split as the SDK splits it (`manifest_format.split`):
+sticky on the caller's `X-Deploy-Sticky-Key` header, uniform without one. The
+answer names the TargetModel that answered in `x-deploy-target-model`. The
+manifest is read again once its lifetime (`MANIFEST_TTL_S`, 60 s) has passed,
+so a rollback reaches the front door within that time.
 """
 
 from __future__ import annotations
@@ -23,11 +29,19 @@ from . import fast_json, passthrough
 from .binary import decode_response, encode_request
 from .logs import get_logger
 from .manifest import ManifestCache, ManifestError
-from .manifest_format import ROUTER_PARAMETER, TARGET_MODEL_HEADER, TensorSpec
+from .manifest_format import (
+    ROUTER_PARAMETER,
+    STICKY_KEY_HEADER,
+    TARGET_MODEL_HEADER,
+    TensorSpec,
+    split,
+)
 from .request import Body, RequestError, parse_body, read_body
 
 log = get_logger()
 JSON_CONTENT_TYPE = "application/json"
+# The answer's header naming the TargetModel that answered (multi-model endpoints).
+TARGET_MODEL_RESPONSE_HEADER = "x-deploy-target-model"
 
 
 @dataclass
@@ -38,13 +52,17 @@ class Response:
     body: dict[str, Any] | None = None
     raw: bytes | None = None
     content_type: str = JSON_CONTENT_TYPE
+    target_model: str | None = None  # the TargetModel that answered
 
     def to_api_gateway(self) -> dict[str, Any]:
         binary = self.raw is not None and self.content_type != JSON_CONTENT_TYPE
         payload = self.raw if self.raw is not None else fast_json.dumps(self.body)
+        headers = {"content-type": self.content_type}
+        if self.target_model is not None:
+            headers[TARGET_MODEL_RESPONSE_HEADER] = self.target_model
         return {
             "statusCode": self.status,
-            "headers": {"content-type": self.content_type},
+            "headers": headers,
             "body": pybase64.b64encode_as_string(payload) if binary else payload.decode("utf-8"),
             "isBase64Encoded": binary,
         }
@@ -98,7 +116,7 @@ class FrontDoor:
         if route == "GET /v2/models/{model}":
             return self.metadata(model)
         if route == "POST /v2/models/{model}/infer":
-            return self.infer(model, read_body(event))
+            return self.infer(model, read_body(event), sticky_key=_sticky_key(event))
         return _error(404, f"no route {route!r}")
 
     def ready(self) -> Response:
@@ -135,8 +153,11 @@ class FrontDoor:
             },
         )
 
-    def infer(self, model: str, body: Body | str | bytes) -> Response:
-        """Answer one request: v2 JSON (`str`/`bytes` or a JSON `Body`) or the binary protocol."""
+    def infer(
+        self, model: str, body: Body | str | bytes, *, sticky_key: str | None = None
+    ) -> Response:
+        """Answer one request: v2 JSON (`str`/`bytes` or a JSON `Body`) or the binary
+        protocol; a model with a canary goes where `split` says for `sticky_key`."""
         if not isinstance(body, Body):
             body = Body(body)
         found = self._manifest.lookup(model)
@@ -146,8 +167,10 @@ class FrontDoor:
         # How the endpoint is addressed, as the manifest publishes it.
         addressed: dict[str, Any] = {}
         routed: dict[str, Any] = {}
+        target_model = None
         if manifest.addressing == TARGET_MODEL_HEADER:
-            addressed["TargetModel"] = entry.target_model
+            target_model = split(entry, sticky_key)
+            addressed["TargetModel"] = target_model
         else:
             routed[ROUTER_PARAMETER] = entry.target_model
         # Every RequestError (400/415) is raised here, before the endpoint is called.
@@ -175,13 +198,24 @@ class FrontDoor:
             answer, answer_type = result["Body"].read(), result.get("ContentType", "")
             if binary:
                 raw, raw_type = passthrough.answer(answer, answer_type, model)
-                return Response(200, raw=raw, content_type=raw_type)
+                return Response(200, raw=raw, content_type=raw_type, target_model=target_model)
             response = decode_response(answer, answer_type)
             response["model_name"] = model
         except Exception as exc:  # whatever the endpoint sent, it is not a v2 response
             log.error("unreadable endpoint response", extra={"model": model, "error": str(exc)})
             return _error(502, f"the endpoint's response could not be read: {exc}")
-        return Response(200, response)
+        return Response(200, response, target_model=target_model)
+
+
+def _sticky_key(event: dict[str, Any]) -> str | None:
+    """The caller's `X-Deploy-Sticky-Key` (None: absent or empty); API Gateway
+    lowercases header names, a direct invoke may not."""
+    headers = event.get("headers")
+    if not isinstance(headers, dict):
+        return None
+    wanted = STICKY_KEY_HEADER.lower()
+    value = next((v for k, v in headers.items() if str(k).lower() == wanted), None)
+    return value if isinstance(value, str) and value else None
 
 
 def _invoke_error(exc: Exception) -> Response:
