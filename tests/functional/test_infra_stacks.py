@@ -1261,7 +1261,7 @@ def test_canary_alarms_run_the_rollback_function_with_the_manifest_only(gpu_stag
         if r["Type"] == "AWS::Lambda::Function"
     }
     assert len(functions) == 1, functions
-    (function_id, function), = functions.items()
+    ((function_id, function),) = functions.items()
     assert function["Handler"] == "app.handler"
     assert function["Runtime"] == "python3.12"
     assert function["Environment"]["Variables"]["MANIFEST_KEY"] == "models/manifest.json"

@@ -21,10 +21,10 @@ from typer.testing import CliRunner
 from deploy.cli import app
 from deploy.client import manifest as contract
 from deploy.config import DeploySettings, load_settings
+from deploy.lifecycle import release
 from deploy.lifecycle.aws_provider import AwsProvider
 from deploy.lifecycle.canary_alarms import CanaryAlarms, CanaryThresholds, alarm_prefix
 from deploy.lifecycle.manifest_writes import CONFLICT, ManifestConflictError
-from deploy.lifecycle import release
 from deploy.lifecycle.release import ReleaseError, end_canary
 from tests.functional.test_lifecycle_aws import aws_environment
 
