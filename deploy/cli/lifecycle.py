@@ -88,6 +88,12 @@ def up(
         help="Endpoint name to use with --smoke-endpoint-url.",
     ),
     no_repo_code: NoRepoCodeOption = False,
+    watch: bool = typer.Option(
+        False, "--watch", help="After publishing, follow each model canary until it ends."
+    ),
+    watch_timeout: float = typer.Option(
+        1800.0, "--watch-timeout", min=1, help="Seconds --watch follows canaries at most."
+    ),
 ) -> None:
     """Package, plan, upload, provision, wait, smoke-test, publish the manifest."""
     repository_code(no_repo_code, stage=stage)
@@ -100,6 +106,7 @@ def up(
                 "profile": "--profile",
                 "smoke_endpoint_url": "--smoke-endpoint-url",
                 "smoke_endpoint_name": "--smoke-endpoint-name",
+                "watch": "--watch",
             },
             because="to --local: the local endpoint runs on this machine "
             "(`deploy validate --instance` checks a repository against an instance type)",
@@ -136,6 +143,10 @@ def up(
         smoke_endpoint_name=smoke_endpoint_name,
         as_json=as_json,
     )
+    if watch and not dry_run:
+        from deploy.cli.release import watch_canaries
+
+        watch_canaries(stage, region, profile, endpoint_name, watch_timeout, as_json=as_json)
 
 
 def _up_local(

@@ -99,3 +99,65 @@ def _end(
         f"(was {outcome.percent:g}% to the canary); manifest published",
         markup=False,
     )
+
+
+def watch_canaries(
+    stage: str | None,
+    region: str | None,
+    profile: str | None,
+    endpoint_name: str | None,
+    timeout_s: float,
+    *,
+    as_json: bool,
+    interval_s: float = 15.0,
+) -> None:
+    """`deploy up --watch`: each canary's split and alarm states until it ends or the
+    timeout; exit 1 if one was rolled back."""
+    from deploy.cli.lifecycle import _aws_provider
+    from deploy.cli.output import console, emit_json
+    from deploy.lifecycle.canary_alarms import CanaryAlarms
+    from deploy.lifecycle.canary_watch import CanaryView, watch
+
+    provider = _aws_provider(stage, region, profile, endpoint_name)
+    out = console()
+    shown: dict[str, str] = {}  # model → its last line: a line when something changed
+
+    def show(views: list[CanaryView]) -> None:
+        if as_json:
+            return
+        for view in views:
+            states = ", ".join(f"{kind} {state}" for kind, state in view.alarms.items())
+            split = f"{view.percent:g}% to {view.canary}, the rest to {view.live}"
+            line = f"{view.model}: {split}; alarms {states}"
+            if shown.get(view.model) != line:
+                out.print(line, markup=False)
+                shown[view.model] = line
+
+    outcome = watch(
+        provider.published_manifest,
+        CanaryAlarms(provider.session, provider.settings.endpoint_name),
+        timeout_s=timeout_s,
+        interval_s=interval_s,
+        show=show,
+    )
+    if as_json:
+        emit_json(outcome.to_dict())
+    else:
+        for model, how in sorted(outcome.ended.items()):
+            out.print(f"{model}: canary {how}", markup=False)
+        for view in outcome.running:
+            out.print(
+                f"{view.model}: canary still at {view.percent:g}% after {timeout_s:g} s "
+                f"(`deploy promote {view.model}` or `deploy rollback {view.model}` ends it)",
+                markup=False,
+            )
+        if not outcome.ended and not outcome.running:
+            out.print("no model canary to watch", markup=False)
+    if outcome.rolled_back:
+        if not as_json:
+            out.print(
+                f"rolled back: {', '.join(outcome.rolled_back)} (a canary alarm fired, or "
+                "`deploy rollback` ran); the live versions serve every call",
+                markup=False,
+            )
+        raise typer.Exit(1)

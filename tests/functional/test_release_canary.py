@@ -307,3 +307,124 @@ def test_canary_alarms_watch_error_rate_and_p99_over_the_window(
     assert sorted(done["deleted"]) == sorted(found)
     assert canary_alarms("ep-alarms") == []
     assert len(canary_alarms("ep-alarms-2")) == 2
+
+
+def test_watch_shows_the_split_and_alarms_until_the_function_rolls_the_canary_back(
+    moto_env: str, tmp_path: Path
+) -> None:
+    from deploy.lifecycle.canary_watch import watch
+    from deploy_handlers.canary_rollback import app as rollback_function
+
+    settings = make_stage(tmp_path, "watch")
+    provider = AwsProvider(settings)
+    provider.published_manifest()
+    provider.publish_manifest(contract.dump(contract.parse(canary_manifest(), "test")))
+    error_rate = f"deploy-canary-ep-watch/alpha/{NEW}/error-rate"
+    event = json.loads((Path(__file__).parents[1] / "events" / "canary_alarm.json").read_text())
+    for metric in event["detail"]["configuration"]["metrics"]:
+        if "metricStat" in metric:
+            metric["metricStat"]["metric"]["dimensions"]["Endpoint"] = "ep-watch"
+    polls: list[Any] = []
+
+    def sleep(seconds: float) -> None:
+        if len(polls) == 1:  # the canary's error rate crosses its threshold
+            boto3.client("cloudwatch").set_alarm_state(
+                AlarmName=error_rate, StateValue="ALARM", StateReason="test: 12.5% errors"
+            )
+        elif len(polls) == 2:  # EventBridge runs the function (moto runs no Lambda)
+            done = rollback_function.roll_back(
+                event,
+                boto3.client("s3"),
+                bucket=bucket_of(settings),
+                key="models/manifest.json",
+                endpoint="ep-watch",
+            )
+            assert done["action"] == "rolled-back"
+
+    outcome = watch(
+        AwsProvider(settings).published_manifest,
+        CanaryAlarms(provider.session, "ep-watch"),
+        timeout_s=60,
+        interval_s=0,
+        show=polls.append,
+        sleep=sleep,
+    )
+    assert [[(v.model, v.percent, v.canary, v.live) for v in views] for views in polls] == [
+        [("alpha", 10.0, NEW, OLD)],
+        [("alpha", 10.0, NEW, OLD)],
+        [],
+    ]
+    assert polls[1][0].alarms["error-rate"] == "ALARM"
+    assert polls[0][0].alarms["error-rate"] != "ALARM"
+    assert outcome.ended == {"alpha": "rolled back"} and outcome.rolled_back == ["alpha"]
+
+
+def test_watch_reports_a_promotion_and_stops_at_its_timeout(moto_env: str, tmp_path: Path) -> None:
+    from deploy.lifecycle.canary_watch import watch
+
+    settings = make_stage(tmp_path, "watch-promote")
+    provider = AwsProvider(settings)
+    provider.published_manifest()
+    provider.publish_manifest(contract.dump(contract.parse(canary_manifest(), "test")))
+    alarms = CanaryAlarms(provider.session, settings.endpoint_name)
+    now = [0.0]
+
+    def later(seconds: float) -> None:
+        now[0] += 30
+
+    # Nobody ends it: the watch stops at its timeout, the canary still running.
+    timed_out = watch(
+        provider.published_manifest,
+        alarms,
+        timeout_s=60,
+        show=lambda v: None,
+        sleep=later,
+        clock=lambda: now[0],
+    )
+    assert timed_out.ended == {} and [v.model for v in timed_out.running] == ["alpha"]
+    promoted = watch(
+        provider.published_manifest,
+        alarms,
+        timeout_s=60,
+        show=lambda v: None,
+        sleep=lambda s: end_canary(AwsProvider(settings), "alpha", "promote", where="t"),
+    )
+    assert promoted.ended == {"alpha": "promoted"} and promoted.rolled_back == []
+
+
+def test_up_watch_prints_the_split_and_exits_1_when_the_canary_is_rolled_back(
+    moto_env: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import threading
+
+    import typer
+
+    from deploy.cli.release import watch_canaries
+
+    config = tmp_path / "deploy.toml"
+    config.write_text(
+        '[stages.cliwatch]\nendpoint_name = "ep-cliwatch"\ninstance_type = "ml.m5.xlarge"\n',
+        encoding="utf-8",
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DEPLOY_CONFIG", str(config))
+        patch.setenv("COLUMNS", "200")
+        settings = make_stage(tmp_path, "cliwatch")
+        provider = AwsProvider(settings)
+        provider.published_manifest()
+        provider.publish_manifest(contract.dump(contract.parse(canary_manifest(), "test")))
+        later = threading.Timer(
+            1.0,
+            lambda: end_canary(AwsProvider(settings), "alpha", "rollback", where="pipeline 2"),
+        )
+        later.start()
+        try:
+            with pytest.raises(typer.Exit) as stopped:
+                watch_canaries("cliwatch", None, None, None, 30, as_json=False, interval_s=0.2)
+        finally:
+            later.join()
+    assert stopped.value.exit_code == 1
+    shown = " ".join(capsys.readouterr().out.split())
+    assert f"alpha: 10% to {NEW}, the rest to {OLD}; alarms error-rate" in shown
+    assert "alpha: canary rolled back" in shown
+    assert "rolled back: alpha (a canary alarm fired, or `deploy rollback` ran)" in shown

@@ -76,3 +76,9 @@ def test_a_local_publish_based_on_a_stale_read_loses(tmp_path: Path) -> None:
     release.end_canary(fresh, "alpha", "rollback", where="t")
     fresh.publish_manifest(contract.dump(contract.parse(canary_manifest(), "t")))
     assert json.loads(path.read_text())["models"]["alpha"]["canary"]["percent"] == 10
+
+
+def test_up_watch_is_for_aws_canaries_only() -> None:
+    refused = CliRunner().invoke(app, ["up", "--local", "--watch"])
+    assert refused.exit_code == 2
+    assert "--watch does not apply to --local" in " ".join(refused.output.split())
