@@ -104,7 +104,9 @@ class AwsStage:
         store, prefix = found
         key = prefix + self.mode.manifest_key
         if self.manifest_basis is None:
-            read = store.read(key)  # nothing read before: the publish is based on now
+            # Nothing read before (or no store then: `deploy up` created it since): the
+            # publish is based on now, and still creates with If-None-Match.
+            read = store.read(key)
             self.manifest_basis = ManifestBasis(read.etag if read is not None else None)
         version = self.manifest_basis.version
         try:

@@ -171,3 +171,30 @@ def test_a_manifest_of_another_major_is_refused(bucket: str) -> None:
     with pytest.raises(app.RollbackError, match="manifest format 2 is not 1"):
         app.handler(copy.deepcopy(EVENT), None)
     assert published(bucket)[1] == etag
+
+
+def test_the_p99_alarm_a_single_metric_alarm_rolls_back_too(bucket: str) -> None:
+    publish(bucket, canary_manifest())
+    event = copy.deepcopy(EVENT)
+    dimensions = event["detail"]["configuration"]["metrics"][1]["metricStat"]["metric"][
+        "dimensions"
+    ]
+    event["detail"]["alarmName"] = f"deploy-canary-ep-handler/alpha/{NEW}/p99-latency"
+    # AWS's single metric alarm sample: one metric, its statistic, no expression.
+    event["detail"]["configuration"]["metrics"] = [
+        {
+            "id": "30b6c6b2-a864-43a2-4877-c09a1afc3b87",
+            "metricStat": {
+                "metric": {
+                    "dimensions": dimensions,
+                    "name": "Latency",
+                    "namespace": "Deploy/Models",
+                },
+                "period": 300,
+                "stat": "p99",
+            },
+            "returnData": True,
+        }
+    ]
+    assert app.handler(event, None)["action"] == "rolled-back"
+    assert "canary" not in published(bucket)[0]["models"]["alpha"]
