@@ -98,6 +98,29 @@ class RolloutSettings(BaseModel):
         "(Invocation5XXErrors, ModelLatencyP99).",
     )
 
+    # A multi-model endpoint's per-model canary (deploy.lifecycle.canary_alarms): rolled
+    # back when its error rate or p99 latency is over these over one window.
+    canary_max_error_rate: float = Field(
+        0.05,
+        gt=0,
+        le=1,
+        description="A model canary's largest error rate (ModelErrors / Requests) over "
+        "canary_window_s before it is rolled back (0.05: 5%).",
+    )
+    canary_max_p99_ms: float = Field(
+        1000.0,
+        gt=0,
+        description="A model canary's largest p99 latency (ms) over canary_window_s before "
+        "it is rolled back.",
+    )
+    canary_window_s: int = Field(
+        300,
+        ge=60,
+        le=86400,
+        multiple_of=60,
+        description="The window a model canary's alarms judge (a multiple of 60 s).",
+    )
+
     @field_validator("canary_size")
     @classmethod
     def _canary(cls, value: str | int) -> str | int:

@@ -39,6 +39,10 @@ REVIEWED: dict[str, str] = {
         "the front door is pinned to python3.12 on purpose: a runtime bump is a reviewed "
         "change (the asset's compiled wheels are built for it: deploy_infra/lambda_bundle.py)"
     ),
+    "python-runtime-rollback": (
+        "the canary-rollback function is pinned to python3.12 with the front door: a runtime "
+        "bump is a reviewed change for both"
+    ),
 }
 
 

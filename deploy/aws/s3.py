@@ -33,6 +33,26 @@ DEFAULT_PART_SIZE = 8 * 1024 * 1024
 
 ProgressCallback = Callable[[int], None]
 
+# What S3 answers a conditional write that lost: 412 PreconditionFailed (the ETag no
+# longer matches, or the key exists under If-None-Match), 409 ConditionalRequestConflict
+# (another conditional write to the key was in flight), and NoSuchKey under If-Match
+# (the object was deleted since it was read).
+CONDITION_FAILED_CODES = frozenset(
+    {"PreconditionFailed", "412", "ConditionalRequestConflict", "409", "NoSuchKey", "404"}
+)
+
+
+class ConditionFailedError(AwsError):
+    """A conditional write lost: the object is not the version it was read as."""
+
+
+@dataclass(frozen=True)
+class ReadObject:
+    """An object's bytes and its ETag (what a conditional write names as If-Match)."""
+
+    data: bytes
+    etag: str
+
 
 @dataclass(frozen=True)
 class StoredObject:
@@ -121,18 +141,59 @@ class ModelStore:
                 return None
             raise
 
-    def put_bytes(self, key: str, data: bytes, *, content_type: str) -> None:
-        """Write a small object in one request (atomic: old or new, never partial)."""
+    def read(self, key: str) -> ReadObject | None:
+        """The object's bytes with its ETag (None: absent), for a conditional rewrite."""
+        try:
+            with aws_call("s3:GetObject", where=self._where(key)):
+                response = self._s3.get_object(Bucket=self.bucket, Key=key)
+                return ReadObject(response["Body"].read(), str(response["ETag"]))
+        except AwsCallError as exc:
+            if exc.code in {"404", "NoSuchKey", "NotFound"}:
+                return None
+            raise
+
+    def put_bytes(
+        self,
+        key: str,
+        data: bytes,
+        *,
+        content_type: str,
+        if_match: str | None = None,
+        if_none_match: bool = False,
+    ) -> str:
+        """Write a small object in one request (atomic: old or new, never partial);
+        returns its ETag.
+
+        `if_match` (an ETag read) replaces the object only if it is still that version;
+        `if_none_match` creates it only if the key is free. A write that loses raises
+        `ConditionFailedError` and changes nothing.
+        """
         digest = hashlib.sha256(data).hexdigest()
-        with aws_call("s3:PutObject", where=self._where(key)):
-            self._s3.put_object(
-                Bucket=self.bucket,
-                Key=key,
-                Body=data,
-                ContentType=content_type,
-                ChecksumSHA256=b64_sha256(data),
-                Metadata={SHA256_METADATA: digest},
-            )
+        conditions: dict[str, str] = {}
+        if if_match is not None:
+            conditions["IfMatch"] = if_match
+        if if_none_match:
+            conditions["IfNoneMatch"] = "*"
+        try:
+            with aws_call("s3:PutObject", where=self._where(key)):
+                response = self._s3.put_object(
+                    Bucket=self.bucket,
+                    Key=key,
+                    Body=data,
+                    ContentType=content_type,
+                    ChecksumSHA256=b64_sha256(data),
+                    Metadata={SHA256_METADATA: digest},
+                    **conditions,  # type: ignore[arg-type]
+                )
+        except AwsCallError as exc:
+            if conditions and exc.code in CONDITION_FAILED_CODES:
+                raise ConditionFailedError(
+                    f"{exc.code}: the object is not the version this write was based on",
+                    where=self._where(key),
+                    fix="read it again and re-run",
+                ) from exc
+            raise
+        return str(response.get("ETag", ""))
 
     def delete(self, keys: list[str]) -> None:
         for start in range(0, len(keys), 1000):

@@ -11,6 +11,7 @@ COMMAND_MODULES = (
     "repository",  # validate, package
     "local",  # serve
     "lifecycle",  # up, down, status, prune
+    "release",  # promote, rollback (a model's canary)
     "invoke",  # invoke
     "bench",  # bench
     "neuron",  # neuron generate | plan | compile

@@ -94,6 +94,12 @@ def up(
         help="Multi-model: publish each changed model as a canary taking this percent of "
         "its calls (e.g. 10%); the live version keeps the rest.",
     ),
+    watch: bool = typer.Option(
+        False, "--watch", help="After publishing, follow each model canary until it ends."
+    ),
+    watch_timeout: float = typer.Option(
+        1800.0, "--watch-timeout", min=1, help="Seconds --watch follows canaries at most."
+    ),
 ) -> None:
     """Package, plan, upload, provision, wait, smoke-test, publish the manifest."""
     repository_code(no_repo_code, stage=stage)
@@ -111,6 +117,7 @@ def up(
                 "profile": "--profile",
                 "smoke_endpoint_url": "--smoke-endpoint-url",
                 "smoke_endpoint_name": "--smoke-endpoint-name",
+                "watch": "--watch",
             },
             because="to --local: the local endpoint runs on this machine "
             "(`deploy validate --instance` checks a repository against an instance type)",
@@ -149,6 +156,10 @@ def up(
         as_json=as_json,
         canary=percent,
     )
+    if watch and not dry_run:
+        from deploy.cli.release import watch_canaries
+
+        watch_canaries(stage, region, profile, endpoint_name, watch_timeout, as_json=as_json)
 
 
 def _up_local(

@@ -60,6 +60,14 @@ def manifest_entries(manifest: dict[str, Any] | None, *, where: str) -> dict[str
     return entries
 
 
+def canary_keys(manifest: dict[str, Any] | None) -> set[str]:
+    """The TargetModels of the canaries a per-model manifest names (format 1.2 on)."""
+    if manifest is None:
+        return set()
+    parsed = contract.parse(manifest, "published manifest")
+    return {info.canary.target_model for info in parsed.models.values() if info.canary}
+
+
 def diff_models(
     local: dict[str, ArchiveEntry],
     published: dict[str, ArchiveEntry],
@@ -180,10 +188,11 @@ class PerModelLayout:
         return package.manifest_path.read_bytes()
 
     def referenced_keys(self, published: dict[str, Any] | None) -> set[str]:
+        # A canary's archive is referenced while the manifest names it: calls reach it.
         return {
             entry.target_model
             for entry in manifest_entries(published, where="published manifest").values()
-        }
+        } | canary_keys(published)
 
     def served_models(self, published: dict[str, Any] | None) -> dict[str, str]:
         return {

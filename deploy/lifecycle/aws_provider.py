@@ -481,15 +481,21 @@ class AwsProvider:
         return location.bucket if location is not None else None
 
     def publish_manifest(self, document: bytes) -> None:
-        found = self.store()
-        if found is None:
-            raise AwsError(
-                "no model store to publish the manifest to",
-                where=f"stack {self.stack('model-store')}",
-                fix="re-run `deploy up`",
-            )
-        store, prefix = found
-        store.put_bytes(prefix + self.manifest_key, document, content_type="application/json")
+        """Publish conditionally on the manifest the plan read (deploy.lifecycle.manifest_writes),
+        then give each canary it names its rollback alarms (deploy.lifecycle.canary_alarms)."""
+        self.resources.publish_manifest(document)
+        self.sync_canary_alarms(document)
+
+    def sync_canary_alarms(self, document: bytes) -> dict[str, Any] | None:
+        """Alarms for a multi-model manifest's canaries; others' deleted (None: no MME)."""
+        from deploy.client import manifest as contract
+        from deploy.lifecycle.canary_alarms import CanaryAlarms, CanaryThresholds
+
+        manifest = contract.loads(document, "the manifest published")
+        if manifest.hosting != contract.MULTI_MODEL:
+            return None
+        alarms = CanaryAlarms(self.session, self.settings.endpoint_name)
+        return alarms.sync(manifest, CanaryThresholds.of(self.settings.rollout))
 
     # -- status, down, prune (deploy.lifecycle.operations) ---------------------------------
 

@@ -10,12 +10,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from deploy.aws.s3 import ModelStore
+from deploy.aws.s3 import ConditionFailedError, ModelStore
 from deploy.aws.sagemaker import EndpointState
 from deploy.config import DeploySettings
 from deploy.errors import AwsError
 from deploy.hosting import HostingMode
 from deploy.lifecycle.aws_clients import AwsClients
+from deploy.lifecycle.manifest_writes import ManifestBasis, conflict
 
 ENDPOINT_TYPE = "AWS::SageMaker::Endpoint"
 
@@ -33,6 +34,8 @@ class AwsStage:
         self.settings = settings
         self.clients = clients
         self.mode = mode
+        # What the next manifest publish replaces: the first read since the last publish.
+        self.manifest_basis: ManifestBasis | None = None
 
     def stack(self, component: str) -> str:
         return self.settings.stack_name(component)
@@ -72,11 +75,13 @@ class AwsStage:
             return None
         store, prefix = found
         key = prefix + self.mode.manifest_key
-        data = store.get_bytes(key)
-        if data is None:
+        read = store.read(key)
+        if self.manifest_basis is None:
+            self.manifest_basis = ManifestBasis(read.etag if read is not None else None)
+        if read is None:
             return None
         try:
-            document: dict[str, Any] = json.loads(data)
+            document: dict[str, Any] = json.loads(read.data)
         except ValueError as exc:
             raise AwsError(
                 f"the published manifest is not JSON: {exc}",
@@ -84,6 +89,37 @@ class AwsStage:
                 fix="re-run `deploy up` to publish a fresh manifest",
             ) from exc
         return document
+
+    def publish_manifest(self, document: bytes) -> None:
+        """Replace the manifest only if it is still the version read first (`If-Match`),
+        or create it only if none is published (`If-None-Match: *`); the loser of a race
+        raises `ManifestConflictError` and writes nothing."""
+        found = self.store()
+        if found is None:
+            raise AwsError(
+                "no model store to publish the manifest to",
+                where=f"stack {self.stack('model-store')}",
+                fix="re-run `deploy up`",
+            )
+        store, prefix = found
+        key = prefix + self.mode.manifest_key
+        if self.manifest_basis is None:
+            # Nothing read before (or no store then: `deploy up` created it since): the
+            # publish is based on now, and still creates with If-None-Match.
+            read = store.read(key)
+            self.manifest_basis = ManifestBasis(read.etag if read is not None else None)
+        version = self.manifest_basis.version
+        try:
+            etag = store.put_bytes(
+                key,
+                document,
+                content_type="application/json",
+                if_match=version,
+                if_none_match=version is None,
+            )
+        except ConditionFailedError as exc:
+            raise conflict(f"s3://{store.bucket}/{key}") from exc
+        self.manifest_basis = ManifestBasis(etag)
 
     def bounds(self, endpoint: str, variant: str) -> tuple[int, int, str] | None:
         """(min, max, source) of the variant's instance count.

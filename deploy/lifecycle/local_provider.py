@@ -28,10 +28,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
-from deploy._files import atomic_write_bytes
 from deploy.client import manifest as contract
 from deploy.errors import LocalEndpointError
 from deploy.hosting import MODES, HostingMode, StoredFile, default_mode
+from deploy.lifecycle.manifest_writes import ManifestBasis, file_version, publish_file
 from deploy.lifecycle.plan import InfraSpec
 from deploy.lifecycle.provider import (
     DataPlane,
@@ -96,6 +96,8 @@ class LocalProvider:
         self.max_loaded_models = max_loaded_models
         self.start_timeout_s = start_timeout_s
         self.store_dir = endpoint_dir(endpoint_name, state_dir) / "store"
+        # What the next manifest publish replaces: the first read since the last publish.
+        self.manifest_basis: ManifestBasis | None = None
         # Router layouts: each archive served, extracted (the newest is kept).
         self.served_dir = endpoint_dir(endpoint_name, state_dir) / "served"
         self.state_path = state_path(endpoint_name, state_dir)
@@ -145,6 +147,8 @@ class LocalProvider:
 
     def published_manifest(self) -> dict[str, Any] | None:
         path = self.store_dir / self.mode.manifest_key
+        if self.manifest_basis is None:
+            self.manifest_basis = ManifestBasis(file_version(path))
         if not path.is_file():
             return None
         document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
@@ -240,9 +244,11 @@ class LocalProvider:
         return DataPlane(endpoint_name=self.endpoint_name, region="us-east-1", endpoint_url=url)
 
     def publish_manifest(self, document: bytes) -> None:
+        """Publish if the manifest is still the version read first (manifest_writes)."""
         path = self.store_dir / self.mode.manifest_key
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path, document)
+        basis = self.manifest_basis or ManifestBasis(file_version(path))
+        lock = self.store_dir.parent / "manifest.lock"
+        self.manifest_basis = publish_file(path, document, basis, lock)
 
     def store_bucket(self) -> str | None:
         return None  # a folder on this machine

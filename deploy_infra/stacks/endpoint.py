@@ -7,9 +7,11 @@ from typing import Any
 from aws_cdk import CfnOutput, Duration, Stack
 from constructs import Construct
 
+from deploy.client.manifest import MANIFEST_NAME
 from deploy.config import DeploySettings
 from deploy.guardrails import policy_for
 from deploy_infra.constructs.autoscaling import VariantAutoscaling
+from deploy_infra.constructs.canary_rollback import CanaryRollback
 from deploy_infra.constructs.mme_endpoint import MultiModelEndpoint
 from deploy_infra.constructs.model_store import ModelStore
 from deploy_infra.constructs.monitoring import (
@@ -99,7 +101,16 @@ class EndpointStack(Stack):
             variant_name=VARIANT_NAME,
             has_gpu=spec.has_gpu,
         )
+        rollback = CanaryRollback(
+            self,
+            "CanaryRollback",
+            endpoint_name=settings.endpoint_name,
+            bucket=store.bucket,
+            manifest_key=f"{store.prefix}{MANIFEST_NAME}",
+            key=store.key,
+        )
         CfnOutput(self, "EndpointName", value=settings.endpoint_name)
+        CfnOutput(self, "CanaryRollbackFunction", value=rollback.function.function_name)
         CfnOutput(self, "VariantName", value=VARIANT_NAME)
         CfnOutput(self, "ImageUri", value=image_uri)
         CfnOutput(self, "ExecutionRoleArn", value=self.endpoint.role.role_arn)

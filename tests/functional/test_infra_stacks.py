@@ -266,7 +266,8 @@ def test_scalable_target_and_invocations_policy(gpu_stage: Stage) -> None:
             "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint",
         },
     )
-    template.resource_count_is("AWS::IAM::Role", 1)  # the execution role only
+    # The execution role and the canary-rollback function's: autoscaling makes none.
+    template.resource_count_is("AWS::IAM::Role", 2)
     template.has_resource_properties(
         "AWS::ApplicationAutoScaling::ScalingPolicy",
         {
@@ -887,6 +888,7 @@ def test_endpoint_egress_is_s3_prefix_list_and_interface_endpoints_only(gpu_stag
     ("component", "groups"),
     [
         ("network", ["vpc-flow-logs"]),
+        ("endpoint", ["canary-rollback-function"]),
         ("api", ["front-door-function", "front-door-access"]),
     ],
 )
@@ -1225,3 +1227,67 @@ def test_stacks_deploy_on_moto_cloudformation(cpu_stage: Stage, moto_server: str
     }
     function = _client("lambda", moto_url).get_function(FunctionName=api_outputs["FunctionName"])
     assert function["Configuration"]["Handler"] == "front_door.app.handler"
+
+
+# --- canary rollback (deploy_infra/constructs/canary_rollback.py) ----------------------------
+
+
+def test_canary_alarms_run_the_rollback_function_with_the_manifest_only(gpu_stage: Stage) -> None:
+    template = gpu_stage.template("endpoint")
+    document = gpu_stage.json("endpoint")
+    # The rule matches this endpoint's canary alarms (their name prefix) entering ALARM.
+    template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "EventPattern": {
+                "source": ["aws.cloudwatch"],
+                "detail-type": ["CloudWatch Alarm State Change"],
+                "detail": {
+                    "alarmName": [{"prefix": "deploy-canary-triton-gpu/"}],
+                    "state": {"value": ["ALARM"]},
+                },
+            },
+            "State": "ENABLED",
+            "Targets": [
+                Match.object_like(
+                    {"RetryPolicy": {"MaximumRetryAttempts": 4, "MaximumEventAgeInSeconds": 3600}}
+                )
+            ],
+        },
+    )
+    functions = {
+        name: r["Properties"]
+        for name, r in document["Resources"].items()
+        if r["Type"] == "AWS::Lambda::Function"
+    }
+    assert len(functions) == 1, functions
+    ((function_id, function),) = functions.items()
+    assert function["Handler"] == "app.handler"
+    assert function["Runtime"] == "python3.12"
+    assert function["Environment"]["Variables"]["MANIFEST_KEY"] == "models/manifest.json"
+    assert function["Environment"]["Variables"]["ENDPOINT_NAME"] == "triton-gpu"
+    # Only EventBridge (this rule) may invoke it.
+    permissions = [
+        r["Properties"]
+        for r in document["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Permission"
+    ]
+    assert [p["Principal"] for p in permissions] == ["events.amazonaws.com"]
+    assert "Fn::GetAtt" in permissions[0]["SourceArn"]
+    # Least privilege: get/put the one manifest object, its key, its own log group.
+    role = next(
+        r["Properties"]
+        for r in document["Resources"].values()
+        if r["Type"] == "AWS::IAM::Role"
+        and r["Properties"].get("Policies", [{}])[0].get("PolicyName") == "canary-rollback"
+    )
+    statements = {s["Sid"]: s for s in role["Policies"][0]["PolicyDocument"]["Statement"]}
+    assert sorted(statements) == ["ManifestKey", "RewriteManifest", "WriteLogs"]
+    manifest = statements["RewriteManifest"]
+    assert manifest["Action"] == ["s3:GetObject", "s3:PutObject"]
+    assert json.dumps(manifest["Resource"]).endswith('"/models/manifest.json"]]}'), manifest
+    assert statements["ManifestKey"]["Action"] == ["kms:Decrypt", "kms:GenerateDataKey"]
+    assert "*" not in json.dumps([s["Resource"] for s in statements.values()])
+    # Its asset is the handler alone: standard library and boto3, no front door, no wheels.
+    asset = gpu_stage.outdir / f"asset.{function['Code']['S3Key'].removesuffix('.zip')}"
+    assert sorted(p.name for p in asset.iterdir()) == ["__init__.py", "app.py"], function_id
