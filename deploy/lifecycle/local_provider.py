@@ -30,8 +30,11 @@ from typing import Any, Literal
 
 from deploy._files import atomic_write_bytes
 from deploy.client import manifest as contract
-from deploy.errors import LocalEndpointError
+from deploy.errors import DeployError, LocalEndpointError
 from deploy.hosting import MODES, HostingMode, StoredFile, default_mode
+from deploy.hosting.component_sizing import Component
+from deploy.lifecycle.actions import CreateComponent, UpdateComponent
+from deploy.lifecycle.components import ComponentChange
 from deploy.lifecycle.plan import InfraSpec
 from deploy.lifecycle.provider import (
     DataPlane,
@@ -243,6 +246,22 @@ class LocalProvider:
         path = self.store_dir / self.mode.manifest_key
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(path, document)
+
+    # Hosting components is not among `hostings`: `deploy up --local` refuses it first.
+    def plan_components(self, desired: Sequence[Component]) -> tuple[ComponentChange, ...]:
+        return ()
+
+    def apply_components(
+        self, actions: Sequence[CreateComponent | UpdateComponent], reporter: Reporter
+    ) -> None:
+        raise DeployError(
+            "the local provider makes no inference components",
+            where="hosting (--hosting)",
+            fix="deploy hosting components to AWS",
+        )
+
+    def delete_components(self, names: Sequence[str], reporter: Reporter) -> None:
+        self.apply_components((), reporter)
 
     def store_bucket(self) -> str | None:
         return None  # a folder on this machine

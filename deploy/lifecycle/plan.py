@@ -16,6 +16,7 @@ from deploy.hosting.changes import ArchiveChange, ModelAction, ModelChange
 from deploy.hosting.per_model import ArchiveEntry, diff_models, manifest_entries
 from deploy.lifecycle.actions import Action, plan_actions
 from deploy.lifecycle.actions import to_dict as action_dict
+from deploy.lifecycle.components import ComponentChange
 from deploy.lifecycle.prices import Cost
 
 __all__ = [
@@ -76,6 +77,8 @@ class Plan:
     notes: tuple[str, ...] = ()  # the hosting mode's warnings about the package
     # The stack holding the model store (AWS): created first when missing, the archives go there.
     store_stack: str | None = None
+    # Hosting components: the inference components created, updated or deleted.
+    components: tuple[ComponentChange, ...] = ()
 
     def offline(self, reason: str) -> Plan:
         """This plan with every part that needs AWS marked unknown (`needs_credentials`)."""
@@ -91,6 +94,7 @@ class Plan:
             infra_action="unknown",
             infra=tuple(replace(change, before=None) for change in self.infra),
             resources=(),
+            components=(),
             offline_reason=reason,
             needs_credentials=NEEDS_CREDENTIALS,
         )
@@ -130,6 +134,7 @@ class Plan:
             and not self.uploads
             and not archive_upload
             and self.infra_action == "none"
+            and not self.components
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -153,6 +158,8 @@ class Plan:
             document["needs_credentials"] = list(self.needs_credentials)
         if self.notes:
             document["notes"] = list(self.notes)
+        if self.components:
+            document["components"] = [change.to_dict() for change in self.components]
         if self.archive is not None:
             document["hosting"] = self.hosting
             document["archive"] = self.archive.to_dict()

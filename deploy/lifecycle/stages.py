@@ -18,6 +18,7 @@ from deploy.client import manifest as contract
 from deploy.config import DeploySettings, settings_file
 from deploy.errors import ConfigError, DeployError, ValidationFailedError
 from deploy.hosting import HostingMode, StagePackage, StoredFile, mode_for
+from deploy.lifecycle.components import ComponentChange
 from deploy.lifecycle.plan import InfraSpec, Plan
 from deploy.lifecycle.prices import estimate_for
 from deploy.lifecycle.provider import EndpointView, InfraPlan, Provider, Reporter
@@ -109,7 +110,15 @@ def bind_to_store(
     (hosting async: the S3 prefixes), once the model store exists; other modes' as it is.
 
     The bound manifest is written next to the package's (`manifest.stage.json`): the
-    smoke test reads it, and it is what is published."""
+    smoke test reads it, and it is what is published. Hosting components' names each
+    model's inference component (`HostingMode.bind_manifest`)."""
+    if mode.bind_manifest is not None:
+        path = package.manifest_path.with_name("manifest.stage.json")
+        bound = mode.bind_manifest(settings, package.manifest)
+        atomic_write_bytes(path, contract.dump(bound))
+        return dataclasses.replace(
+            package, manifest=bound, document=bound.to_document(), manifest_path=path
+        )
     if mode.manifest_sections is None:
         return package
     bucket = provider.store_bucket()
@@ -134,8 +143,13 @@ def plan(
     mode: HostingMode,
     package: StagePackage,
     desired: InfraSpec,
+    *,
+    repository: Path | None = None,
 ) -> tuple[Plan, InfraPlan]:
-    """Describe calls only: what would change, and what it costs per hour."""
+    """Describe calls only: what would change, and what it costs per hour.
+
+    Hosting components also compares each model's inference component (`repository`,
+    default the stage's, sizes them)."""
     if package.archive is not None:
         # The endpoint's Model reads this archive: its templates name the key.
         provider.use_model_archive(package.archive.key)
@@ -150,7 +164,12 @@ def plan(
     # while an endpoint runs (instances may hold them), from the published archives'.
     live = infra.action != "create" or infra.current is not None
     check_published_bundles(package.document, published if live else None)
+    components: tuple[ComponentChange, ...] = ()
+    if mode.components is not None:
+        wanted = mode.components(settings, repository or settings.repository, package)
+        components = provider.plan_components(wanted)
     on_aws = provider.name == "aws"
+    # Instances are what is billed, however many components they hold.
     cost = estimate_for(settings.region, desired) if on_aws else None
     return (
         Plan(
@@ -176,6 +195,7 @@ def plan(
                 *infra.notes,
             ),
             store_stack=infra.store_stack,
+            components=components,
         ),
         infra,
     )
