@@ -10,11 +10,13 @@ hand in botocore clients with a Stubber (moto has no inference-component API).
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from deploy.aws.session import AwsCallError, aws_call
+from deploy.errors import AwsError
 
 COPY_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
 INVOCATIONS_PER_COPY = "SageMakerInferenceComponentInvocationsPerCopy"
@@ -196,6 +198,30 @@ class InferenceComponents:
             self._cw.delete_alarms(AlarmNames=[alarm_name(name)])
         with aws_call("sagemaker:DeleteInferenceComponent", where=f"inference component {name}"):
             self._sm.delete_inference_component(InferenceComponentName=name)
+
+    def delete_all(
+        self, endpoint: str, *, timeout_s: float, sleep: Callable[[float], None], poll_s: float
+    ) -> list[str]:
+        """Delete every component on `endpoint` and wait until SageMaker no longer lists
+        them (the endpoint cannot be deleted before); their names."""
+        names = self.names(endpoint)
+        for name in names:
+            self.delete(name)
+        deadline = time.monotonic() + timeout_s
+        pending = list(names)
+        while pending:
+            pending = [name for name in pending if self.describe(name) is not None]
+            if not pending:
+                break
+            if time.monotonic() > deadline:
+                raise AwsError(
+                    f"inference component(s) {', '.join(pending)} still being deleted after "
+                    f"{timeout_s:.0f} s",
+                    where=f"endpoint {endpoint}",
+                    fix="SageMaker carries on; re-run `deploy down` later",
+                )
+            sleep(poll_s)
+        return names
 
     def scale(self, wanted: Requested, scaling: Scaling) -> None:
         """Copy autoscaling: target tracking on invocations per copy; for a minimum of 0,

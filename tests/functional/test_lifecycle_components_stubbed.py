@@ -353,6 +353,23 @@ def expect_scaling(stubbed: Stubbed, name: str, low: int, high: int) -> None:
     )
 
 
+def expect_listing(name: str) -> dict[str, Any]:
+    return {
+        "InferenceComponents": [
+            {
+                "InferenceComponentName": name,
+                "InferenceComponentArn": f"{ACCOUNT_ARN}:inference-component/{name}",
+                "EndpointName": ENDPOINT,
+                "EndpointArn": f"{ACCOUNT_ARN}:endpoint/{ENDPOINT}",
+                "VariantName": "AllTraffic",
+                "CreationTime": NOW,
+                "LastModifiedTime": NOW,
+                "InferenceComponentStatus": "InService",
+            }
+        ]
+    }
+
+
 def run_up(stage: Stage, stubbed: Stubbed, cache: Path) -> tuple[UpResult, AwsProvider]:
     settings = stage.settings()
     clients = dataclasses.replace(aws_clients("us-east-1"), components=stubbed.components())
@@ -559,6 +576,50 @@ def test_a_gpu_and_a_cpu_model_deploy_as_two_components_and_each_changes_alone(
         assert cost.hourly_max == pytest.approx(2 * price)
     assert len(seen_at_delete) == 1
     assert set(seen_at_delete[0]["models"]) == {"detector"}
+
+    # WHEN the stage goes down: the components deploy up made go before the endpoint
+    # stack (SageMaker deletes no endpoint that holds one)
+    stubbed.expect(
+        "sagemaker",
+        "list_inference_components",
+        expect_listing(detector),
+        {"EndpointNameEquals": endpoint},
+    )
+    stubbed.expect(
+        "application-autoscaling",
+        "deregister_scalable_target",
+        {},
+        {
+            "ServiceNamespace": "sagemaker",
+            "ResourceId": f"inference-component/{detector}",
+            "ScalableDimension": DIMENSION,
+        },
+    )
+    stubbed.expect(
+        "cloudwatch",
+        "delete_alarms",
+        {},
+        {"AlarmNames": [f"{detector}-NoCapacityInvocationFailures"]},
+    )
+    stubbed.expect(
+        "sagemaker", "delete_inference_component", {}, {"InferenceComponentName": detector}
+    )
+    stubbed.stubs["sagemaker"].add_client_error(
+        "describe_inference_component",
+        "ValidationException",
+        f"Could not find inference component {detector}.",
+        expected_params={"InferenceComponentName": detector},
+    )
+    endpoint_stack = provider.stack("endpoint")
+    stack_at_delete: list[bool] = []
+    stubbed.clients["sagemaker"].meta.events.register(
+        "provide-client-params.sagemaker.DeleteInferenceComponent",
+        lambda **_: stack_at_delete.append(provider.stacks.describe(endpoint_stack) is not None),
+    )
+    down = provider.down(purge=False, timeout_s=60)
+    stubbed.done()
+    assert endpoint_stack in down["removed_stacks"]
+    assert stack_at_delete[-1] is True
 
 
 def settings_stack(provider: AwsProvider) -> str:
