@@ -148,3 +148,29 @@ def _respec_reasons(goal: Requested, now: Deployed) -> list[str]:
             f"(were {before[0]}, {before[1]:g}, {before[2]})"
         )
     return reasons
+
+
+def rolling_notes(changes: Sequence[ComponentChange]) -> tuple[str, ...]:
+    """The plan's line on how the updated components roll out (their DeploymentConfig)."""
+    updated = [c for c in changes if c.respec and c.component is not None]
+    if not updated or updated[0].component is None:
+        return ()
+    config = updated[0].component.deployment
+    policy = config.get("RollingUpdatePolicy", {})
+    batch = policy.get("MaximumBatchSize", {})
+    size = (
+        f"{batch.get('Value')}% of the copies"
+        if batch.get("Type") == "CAPACITY_PERCENT"
+        else f"{batch.get('Value')} copies"
+    )
+    alarms = [a["AlarmName"] for a in config.get("AutoRollbackConfiguration", {}).get("Alarms", [])]
+    return (
+        f"component updates ({', '.join(c.model for c in updated)}) replace {size} at a "
+        f"time, waiting {policy.get('WaitIntervalInSeconds')} s after each, at most "
+        f"{policy.get('MaximumExecutionTimeoutInSeconds')} s in all; "
+        + (
+            f"rolled back when any of these alarms fires: {', '.join(alarms)}"
+            if alarms
+            else "no alarm rolls it back (rollout.alarms names none)"
+        ),
+    )

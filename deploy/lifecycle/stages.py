@@ -18,7 +18,7 @@ from deploy.client import manifest as contract
 from deploy.config import DeploySettings, settings_file
 from deploy.errors import ConfigError, DeployError, ValidationFailedError
 from deploy.hosting import HostingMode, StagePackage, StoredFile, mode_for
-from deploy.lifecycle.components import ComponentChange
+from deploy.lifecycle.components import ComponentChange, rolling_notes
 from deploy.lifecycle.plan import InfraSpec, Plan
 from deploy.lifecycle.prices import estimate_for
 from deploy.lifecycle.provider import EndpointView, InfraPlan, Provider, Reporter
@@ -193,6 +193,7 @@ def plan(
                     else ()
                 ),
                 *infra.notes,
+                *rolling_notes(components),
             ),
             store_stack=infra.store_stack,
             components=components,

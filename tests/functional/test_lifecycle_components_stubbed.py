@@ -515,6 +515,11 @@ def test_a_gpu_and_a_cpu_model_deploy_as_two_components_and_each_changes_alone(
     assert [(type(a), a.name) for a in component_actions] == [(UpdateComponent, tabular)]
     assert not [r for r in second.plan.resources if r.get("action") != "unchanged"]
     assert stubbed.created(detector) == old_detector
+    # The plan said how the update rolls out.
+    assert any(
+        note.startswith("component updates (tabular) replace 50% of the copies at a time")
+        for note in second.plan.notes
+    ), second.plan.notes
 
     # WHEN deploy up runs a third time with nothing changed
     mutations = len([op for op, _ in stubbed.sent if not op.startswith(("Describe", "List"))])
