@@ -274,9 +274,11 @@ def _pricing(
             raise BenchError("--instance-count needs --instance", where="--instance-count")
         return None
     try:
+        # Instances are billed, not the models or inference components they hold; the
+        # benchmark's calls run on at least one, whatever the minimum (scale to zero).
         return pricing_for(
             settings.instance_type,
-            count or settings.infra.min_instance_count,
+            count or max(settings.infra.min_instance_count, 1),
             region or settings.region,
             source=f"stage {settings.stage}",
         )

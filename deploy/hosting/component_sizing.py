@@ -8,8 +8,9 @@ instance list). The rules are the mode's docstring's.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from deploy.errors import ConfigError
 
@@ -45,6 +46,27 @@ class ComponentSpec:
     @property
     def scales_to_zero(self) -> bool:
         return self.min_copies == 0
+
+
+@dataclass(frozen=True)
+class Component:
+    """One model's inference component as `deploy up` makes it: its name, the archive
+    it serves (a store key under the model-store prefix) and its spec."""
+
+    name: str  # the InferenceComponentName (`component_name`)
+    archive_key: str
+    spec: ComponentSpec
+    # UpdateInferenceComponent's DeploymentConfig (the rolling update policy).
+    deployment: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def model(self) -> str:
+        return self.spec.model
+
+    @property
+    def environment(self) -> dict[str, str]:
+        # The SageMaker Triton image serves the archive's one model.
+        return {"SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": self.spec.model}
 
 
 def _files_bytes(model: Model) -> int:

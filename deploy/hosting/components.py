@@ -19,16 +19,43 @@ too), unless `[stages.X.models.NAME]` sets them
   1); GPU models 1; never more than the instance's vCPUs;
 - memory_mb: twice the model's files (Triton's copy plus the backend's), plus
   1024 MB for the server, never more than the instance's memory.
+
+`deploy up` makes the components itself, through the SageMaker API, not
+through the endpoint stack. The stack holds what does not change with the
+models (the endpoint config with `ManagedInstanceScaling`, the endpoint, the
+execution role, the alarm topic); `deploy up` plans one action per component
+(`deploy.lifecycle.components`): create for a new model, update
+(UpdateInferenceComponent with a rolling update policy from `[stages.X.rollout]`)
+for a model whose archive or requirements changed, delete for a removed model,
+applied only after the manifest that no longer names it is published. Why not
+CloudFormation: the stack's template would depend on every model's archive
+(synthesis and its cache would follow the package), a removal would need a
+second template after publishing, and CloudFormation updates the stack, not one
+component. Each component's copy autoscaling and, for a minimum of 0 copies,
+the scale-from-zero alarm and step policy go with it (`deploy.aws.inference_components`).
+
+The published manifest names each model's component (`inference_component`,
+`X-Amzn-SageMaker-Inference-Component`): `<endpoint>-<model>` (`component_name`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from deploy.client import manifest as contract
 from deploy.client.manifest import COMPONENTS
 from deploy.errors import ConfigError
 from deploy.hosting import rules
+from deploy.hosting.component_sizing import (
+    Component,
+    ComponentSpec,
+    component_name,
+    component_specs,
+)
+from deploy.hosting.layout import StagePackage
 from deploy.hosting.mode import HostingMode
 from deploy.hosting.per_model import PerModelLayout
 
@@ -36,6 +63,10 @@ if TYPE_CHECKING:
     from deploy.config import DeploySettings
     from deploy.repository import Repository
     from deploy.validation.diagnostics import Diagnostic
+
+# UpdateInferenceComponent's rolling batches: a share of the copies SageMaker takes
+# between 5% and 50%, or a number of copies.
+BATCH_PERCENT = (5, 50)
 
 
 def repository_rules(
@@ -59,24 +90,93 @@ def gpu_or_cpu_instance(settings: DeploySettings) -> None:
         )
 
 
-def deployed_by_up(settings: DeploySettings) -> None:
-    """`deploy up` does not plan per component yet: refuse before anything is packaged,
-    uploaded or changed (the archives' keys would not match what the stack names)."""
-    raise ConfigError(
-        f"hosting {COMPONENTS!r}: `deploy up` cannot deploy inference components in this "
-        "version (`deploy validate` checks them, and the CDK app synthesizes their stack)",
-        where=rules.HOSTING,
-        fix='use hosting "multi-model" to deploy now',
+def desired_components(
+    settings: DeploySettings, repository: Path, package: StagePackage
+) -> tuple[Component, ...]:
+    """One component per packaged model, serving its archive (its TargetModel's key),
+    sized from the repository's model and `[stages.X.models.NAME]`."""
+    from deploy.repository.loader import load_repository
+
+    specs = {spec.model: spec for spec in component_specs(settings, load_repository(repository))}
+    components = []
+    for name, model in sorted(package.manifest.models.items()):
+        spec = specs.get(name)
+        if spec is None:
+            raise ConfigError(
+                f"the package holds model {name!r}, which the repository lacks",
+                where=str(package.manifest_path),
+                fix="package the repository again (drop --skip-package)",
+            )
+        components.append(
+            Component(
+                component_name(settings.endpoint_name, name),
+                model.target_model,
+                spec,
+                deployment_config(settings, spec),
+            )
+        )
+    return tuple(components)
+
+
+def published_manifest(settings: DeploySettings, manifest: contract.Manifest) -> contract.Manifest:
+    """The manifest `deploy up` publishes: hosting components, each model naming its
+    InferenceComponentName (format 1.2). `invoke` is written once this version's
+    reader takes the inference-component addressing; until then readers take it from
+    the hosting."""
+    models = {
+        name: replace(model, inference_component=component_name(settings.endpoint_name, name))
+        for name, model in manifest.models.items()
+    }
+    sendable = contract.INFERENCE_COMPONENT_HEADER in contract.ADDRESSINGS
+    return replace(
+        manifest,
+        hosting=COMPONENTS,
+        models=models,
+        format_minor=contract.MANIFEST_MINOR,
+        invoke=contract.Invoke.of(COMPONENTS) if sendable else None,
     )
+
+
+def deployment_config(settings: DeploySettings, spec: ComponentSpec) -> dict[str, Any]:
+    """UpdateInferenceComponent's DeploymentConfig from `[stages.X.rollout]`: copies are
+    replaced in batches (linear: `linear_step`; canary: `canary_size` first; percentages
+    within SageMaker's 5-50%; all-at-once: every copy), waiting `wait_interval_s` after
+    each, rolled back when an alarm of `rollout.alarms` fires."""
+    from deploy.guardrails import INSTANCES, policy_for
+
+    rollout = settings.rollout
+    size = policy_for(settings).size
+    if size is None:
+        batch = {"Type": "COPY_COUNT", "Value": spec.max_copies}
+    elif size[0] == INSTANCES:
+        batch = {"Type": "COPY_COUNT", "Value": size[1]}
+    else:
+        low, high = BATCH_PERCENT
+        batch = {"Type": "CAPACITY_PERCENT", "Value": min(max(size[1], low), high)}
+    config: dict[str, Any] = {
+        "RollingUpdatePolicy": {
+            "MaximumBatchSize": batch,
+            "WaitIntervalInSeconds": rollout.wait_interval_s,
+            "MaximumExecutionTimeoutInSeconds": rollout.maximum_execution_s,
+            "RollbackMaximumBatchSize": batch,
+        }
+    }
+    if rollout.alarms:
+        config["AutoRollbackConfiguration"] = {
+            "Alarms": [{"AlarmName": name} for name in rollout.alarms]
+        }
+    return config
 
 
 MODE = HostingMode(
     name=COMPONENTS,
     summary="inference components: one per model, its own GPUs, memory and copies",
     layout=PerModelLayout(),
-    check_settings=rules.all_of(rules.known_instance, gpu_or_cpu_instance, deployed_by_up),
+    check_settings=rules.all_of(rules.known_instance, gpu_or_cpu_instance),
     endpoint_stack="components-endpoint",
     check_repository=repository_rules,
     # ManagedInstanceScaling may reach 0 instances when every model has 0 copies.
     scales_to_zero=True,
+    components=desired_components,
+    bind_manifest=published_manifest,
 )

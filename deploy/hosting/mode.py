@@ -15,12 +15,16 @@ A mode is composed of parts, not subclassed:
   network stack);
 - `local`: how `deploy serve` and `deploy up --local` run the mode on this machine
   (`deploy.local.modes` maps its key to the endpoint), or None where they cannot;
-- `max_payload` (`deploy.hosting.limits`), `scales_to_zero`, `async_lane`: the
+- `max_payload` (`deploy.hosting.limits`), `scales_to_zero`, `async_lane`,
+  `model_canaries`: the
   SageMaker facts other layers ask the mode instead of comparing its name;
 - `capacity`: what the endpoint runs on (instances, or serverless memory and
   concurrency; `deploy.hosting.capacity`), as the plan compares and prices it;
 - `addressing` (from the manifest contract): how the SDK and the smoke test name
-  a model: SageMaker's TargetModel, or the router's request parameter.
+  a model: SageMaker's TargetModel, or the router's request parameter;
+- `components`, `bind_manifest`: hosting components' inference components (one
+  per model, which `deploy up` creates, updates and deletes itself) and the
+  published manifest that names each model's component.
 
 `deploy up` runs the same stages for every mode (`deploy.lifecycle.up`); only
 these parts differ.
@@ -33,13 +37,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from deploy.client.manifest import ADDRESSING
+from deploy.client.manifest import ADDRESSING, Manifest
 from deploy.hosting.capacity import InfraSpec
 from deploy.hosting.layout import Layout, StagePackage
 from deploy.hosting.limits import REAL_TIME_MAX_PAYLOAD
 
 if TYPE_CHECKING:
     from deploy.config import DeploySettings
+    from deploy.hosting.component_sizing import Component
     from deploy.repository import Repository
     from deploy.validation.diagnostics import Diagnostic
 
@@ -52,6 +57,10 @@ Capacity = Callable[["DeploySettings"], InfraSpec]
 ManifestSections = Callable[["DeploySettings", str], Mapping[str, Any]]
 # Warnings about a package on this mode (e.g. a start-up budget), shown with the plan.
 PackageCheck = Callable[["DeploySettings", StagePackage], Sequence[str]]
+# The inference components a package deploys: (settings, repository folder, package).
+ComponentsOf = Callable[["DeploySettings", Path, StagePackage], Sequence["Component"]]
+# The published manifest as the stage's resources name it: (settings, packaged manifest).
+BindManifest = Callable[["DeploySettings", Manifest], Manifest]
 
 
 def no_package_warnings(settings: DeploySettings, package: StagePackage) -> Sequence[str]:
@@ -106,8 +115,12 @@ class HostingMode:
     max_payload: int = REAL_TIME_MAX_PAYLOAD  # the largest request body SageMaker takes
     scales_to_zero: bool = False  # min_instance_count 0 (requests wait in a queue)
     async_lane: bool = False  # `async_lane = true` may pair it with an asynchronous endpoint
+    # A model may name a canary (a second TargetModel) that the SDK and front door split to.
+    model_canaries: bool = False
     # `deploy status` names the mode (multi-model's status predates modes: it does not).
     status_names_hosting: bool = True
+    components: ComponentsOf | None = None  # None: no inference components
+    bind_manifest: BindManifest | None = None
 
     @property
     def addressing(self) -> str:

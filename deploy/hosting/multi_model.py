@@ -23,5 +23,6 @@ MODE = HostingMode(
     front_door=True,
     local=LocalServing("per-model"),
     async_lane=True,
+    model_canaries=True,
     status_names_hosting=False,
 )

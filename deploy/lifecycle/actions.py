@@ -4,7 +4,11 @@ A `Plan` (deploy.lifecycle.plan) holds the comparison (models new, changed or
 removed, the stacks that differ, the settings before and after); `plan_actions`
 turns it into the list of changes, one action each, in the order they run:
 
-    CreateModelStore -> UploadArchive... -> Provision... -> PublishManifest
+    CreateModelStore -> UploadArchive... -> Provision... -> CreateComponent/UpdateComponent...
+        -> PublishManifest -> DeleteComponent...
+
+(Components: hosting components only. A component is deleted only once the
+manifest that no longer names its model is published, so no client is sent to it.)
 
 `render.py` prints each action with its renderer and `apply.py` executes each
 with its executor; both read `Plan.actions`, so the printed plan and what is
@@ -17,6 +21,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
+from deploy.hosting.component_sizing import Component
+
 if TYPE_CHECKING:
     from deploy.lifecycle.plan import Plan
 
@@ -24,18 +30,22 @@ __all__ = [
     "ACTION_KINDS",
     "PHASES",
     "Action",
+    "CreateComponent",
     "CreateModelStore",
+    "DeleteComponent",
     "Phase",
     "Provision",
     "PublishManifest",
+    "UpdateComponent",
     "UploadArchive",
     "plan_actions",
 ]
 
 # When an action runs: the store and the archives first (the endpoint reads them),
-# then the infrastructure, then, after the endpoint answered the smoke test, the
-# manifest that switches clients.
-Phase = Literal["upload", "provision", "publish"]
+# then the infrastructure and ("models") the inference components, then, after the
+# endpoint answered the smoke test, the manifest that switches clients, and last
+# ("retire") the components no manifest names any more.
+Phase = Literal["upload", "provision", "models", "publish", "retire"]
 PHASES: tuple[Phase, ...] = get_args(Phase)
 
 
@@ -90,7 +100,50 @@ class PublishManifest:
     phase: ClassVar[Phase] = "publish"
 
 
-Action = CreateModelStore | UploadArchive | Provision | PublishManifest
+@dataclass(frozen=True)
+class CreateComponent:
+    """Create one model's inference component (and its copy autoscaling)."""
+
+    name: str
+    model: str
+    why: str
+    component: Component
+    phase: ClassVar[Phase] = "models"
+
+
+@dataclass(frozen=True)
+class UpdateComponent:
+    """Update one model's inference component: its Specification, rolled out in copy
+    batches (`respec`), and/or its copy autoscaling (`rescale`)."""
+
+    name: str
+    model: str
+    why: str
+    component: Component
+    respec: bool
+    rescale: bool
+    phase: ClassVar[Phase] = "models"
+
+
+@dataclass(frozen=True)
+class DeleteComponent:
+    """Delete the component of a removed model, after the manifest stops naming it."""
+
+    name: str
+    model: str
+    why: str
+    phase: ClassVar[Phase] = "retire"
+
+
+Action = (
+    CreateModelStore
+    | UploadArchive
+    | Provision
+    | CreateComponent
+    | UpdateComponent
+    | PublishManifest
+    | DeleteComponent
+)
 _CHANGES: dict[str, Literal["create", "update"]] = {"create": "create", "update": "update"}
 # Every kind of action; each has exactly one executor (apply.py) and one renderer (render.py).
 ACTION_KINDS: tuple[type[Action], ...] = get_args(Action)
@@ -98,7 +151,11 @@ ACTION_KINDS: tuple[type[Action], ...] = get_args(Action)
 
 def to_dict(action: Action) -> dict[str, Any]:
     """The action as JSON: its kind, fields and reason."""
-    return {"action": type(action).__name__, **asdict(action), "why": _why(action)}
+    fields = asdict(action)
+    component = fields.pop("component", None)  # its spec: the plan's `components` list it
+    if component is not None:
+        fields["archive_key"] = component["archive_key"]
+    return {"action": type(action).__name__, **fields, "why": _why(action)}
 
 
 def _why(action: Action) -> str:
@@ -146,10 +203,24 @@ def plan_actions(plan: Plan) -> tuple[Action, ...]:
                 "new" if moved else "missing from the store",
             )
         )
+    components: list[Action] = []
+    retire: list[Action] = []
+    for item in plan.components:
+        why = ", ".join(item.reasons)
+        if item.action == "delete":
+            retire.append(DeleteComponent(item.name, item.model, why))
+        elif item.component is not None and item.action == "create":
+            components.append(CreateComponent(item.name, item.model, why, item.component))
+        elif item.component is not None:
+            components.append(
+                UpdateComponent(
+                    item.name, item.model, why, item.component, item.respec, item.rescale
+                )
+            )
     publish: list[Action] = []
     if plan.manifest_changes:
         publish.append(PublishManifest(_manifest_changes(plan)))
-    return (*store, *uploads, *provision, *publish)
+    return (*store, *uploads, *provision, *components, *publish, *retire)
 
 
 def _upload_why(action: str) -> str:

@@ -4,9 +4,11 @@ The printed plan is `Plan.actions` rendered (deploy.lifecycle.render); this
 module executes the same tuple, phase by phase (upload, provision, publish).
 Consecutive actions of one kind go to their executor together (uploads run in
 parallel, stacks roll out in one pass), and each is recorded in
-`Run.executed` once its executor returned. Between provisioning and publishing,
-`verify` runs the read-only checks (wait for the endpoint, smoke test): the
-manifest switches clients only after they passed.
+`Run.executed` once its executor returned. Between provisioning (stacks, then
+inference components) and publishing, `verify` runs the read-only checks (wait
+for the endpoint, smoke test): the manifest switches clients only after they
+passed. Components of removed models are deleted last, once no published
+manifest names them.
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ from deploy.hosting import StagePackage
 from deploy.lifecycle.actions import (
     PHASES,
     Action,
+    CreateComponent,
     CreateModelStore,
+    DeleteComponent,
     Phase,
     Provision,
     PublishManifest,
+    UpdateComponent,
     UploadArchive,
 )
 from deploy.lifecycle.plan import Plan
@@ -66,6 +71,14 @@ def _provision(batch: Sequence[Provision], run: Run) -> None:
     run.provider.provision_resources([action.name for action in batch], run.reporter)
 
 
+def _components(batch: Sequence[CreateComponent | UpdateComponent], run: Run) -> None:
+    run.provider.apply_components(batch, run.reporter)
+
+
+def _delete_components(batch: Sequence[DeleteComponent], run: Run) -> None:
+    run.provider.delete_components([action.name for action in batch], run.reporter)
+
+
 def _publish(batch: Sequence[PublishManifest], run: Run) -> None:
     run.provider.publish_manifest(run.manifest(run.package))
     run.published = True
@@ -76,7 +89,10 @@ EXECUTORS: dict[type[Any], Callable[[Sequence[Any], Run], None]] = {
     CreateModelStore: _create_model_store,
     UploadArchive: _upload,
     Provision: _provision,
+    CreateComponent: _components,
+    UpdateComponent: _components,
     PublishManifest: _publish,
+    DeleteComponent: _delete_components,
 }
 
 
@@ -95,11 +111,22 @@ def apply(plan: Plan, run: Run, *, verify: Callable[[Run], None]) -> None:
         if phase == "publish":
             verify(run)
         todo = [action for action in actions if action.phase == phase]
-        run.reporter.stage(phase, _describe(phase, todo, run))
-        for kind, group in itertools.groupby(todo, key=type):
+        if todo or phase not in _QUIET:
+            run.reporter.stage(phase, _describe(phase, todo, run))
+        # Creating and updating components is one batch: they roll out side by side.
+        for _, group in itertools.groupby(todo, key=_executor):
             batch = list(group)
+            kind = type(batch[0])
             EXECUTORS[kind](batch, run)
             run.executed.extend(batch)
+
+
+# Phases only hosting components has: not reported when they have nothing to do.
+_QUIET = ("models", "retire")
+
+
+def _executor(action: Action) -> Callable[[Sequence[Any], Run], None]:
+    return EXECUTORS[type(action)]
 
 
 def _describe(phase: Phase, todo: Sequence[Action], run: Run) -> str:
@@ -118,4 +145,12 @@ def _describe(phase: Phase, todo: Sequence[Action], run: Run) -> str:
         if run.provider.name == "local":
             return "starting the local endpoint"
         return ", ".join(f"{a.change} {a.name}" for a in todo if isinstance(a, Provision))
+    if phase == "models":
+        return ", ".join(
+            f"{'create' if isinstance(a, CreateComponent) else 'update'} {a.name}"
+            for a in todo
+            if isinstance(a, CreateComponent | UpdateComponent)
+        )
+    if phase == "retire":
+        return "delete " + ", ".join(a.name for a in todo if isinstance(a, DeleteComponent))
     return "the manifest" if todo else "no change"

@@ -16,6 +16,7 @@ from typing import Any
 from deploy.aws.autoscaling import AutoScaling
 from deploy.aws.cloudformation import Stacks
 from deploy.aws.cloudwatch import CloudWatch
+from deploy.aws.inference_components import InferenceComponents
 from deploy.aws.quotas import ServiceQuotas
 from deploy.aws.s3 import ModelStore
 from deploy.aws.sagemaker import SageMaker
@@ -33,6 +34,9 @@ class AwsClients:
     store: Callable[[str], ModelStore]  # a bucket's client
     parameter: Callable[[str], str | None]  # an SSM parameter's value (None: missing)
     lookup_context: Callable[[str], dict[str, Any]]  # what the CDK CLI would look up
+    # Hosting components: SageMaker's inference components and their copy autoscaling
+    # (None: on this session's clients).
+    components: InferenceComponents | None = None
 
 
 def aws_clients(

@@ -10,6 +10,11 @@ inf1 Neuron image) is deployed by the pinned CDK CLI instead, which builds
 the image with Docker: `require_provisioning_tools` checks for both before
 anything changes.
 
+Hosting components: the endpoint stack holds the endpoint; the inference
+components on it are made here, through SageMaker's API, one plan action each
+(`plan_components`, `apply_components`, `delete_components`; why not through
+the stack: `deploy.hosting.components`).
+
 What differs between hosting modes (where the archives and the manifest go,
 which endpoint stack) comes from the stage's `HostingMode`; the service
 clients come from `aws_clients` (one factory), so tests pass fakes in.
@@ -28,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from deploy.aws.cloudformation import Stacks, template_body
+from deploy.aws.inference_components import InferenceComponents, Scaling
 from deploy.aws.quotas import endpoint_quota_name
 from deploy.aws.s3 import DEFAULT_PART_SIZE, ModelStore
 from deploy.aws.sagemaker import EndpointState, SageMaker
@@ -36,10 +42,13 @@ from deploy.client.manifest import HOSTINGS
 from deploy.config import DeploySettings
 from deploy.errors import AwsError, ConfigError
 from deploy.hosting import HostingMode, StoredFile, mode_for
+from deploy.hosting.component_sizing import Component
+from deploy.lifecycle.actions import CreateComponent, UpdateComponent
 from deploy.lifecycle.assets import container_image_stacks, publish_file_assets
 from deploy.lifecycle.aws_clients import AwsClients, aws_clients
 from deploy.lifecycle.aws_stage import AwsStage, StoreLocation
 from deploy.lifecycle.cdk_cli import IMAGE, provision_with_cdk_cli, require_tools
+from deploy.lifecycle.components import ComponentChange, plan_components, requested
 from deploy.lifecycle.operations import StageOperations
 from deploy.lifecycle.plan import InfraSpec, ServerlessSpec, diff_infra
 from deploy.lifecycle.provider import DataPlane, EndpointView, InfraPlan, Reporter, UploadOutcome
@@ -106,6 +115,9 @@ class AwsProvider:
         self._before_part = before_part
         self._container_engine = container_engine
         self._model_archive: str | None = None
+        self._poll_s = poll_s
+        self._sleep = sleep
+        self.components_timeout_s = 3600.0  # each component's rollout (`deploy up --timeout`)
 
     # -- the stage's resources ------------------------------------------------------------
 
@@ -470,6 +482,118 @@ class AwsProvider:
     def wait(self, *, timeout_s: float, reporter: Reporter) -> EndpointView:
         return self.rollout.wait_endpoint(timeout_s=timeout_s, reporter=reporter)
 
+    # -- inference components (hosting components) -----------------------------------------
+
+    @property
+    def components(self) -> InferenceComponents:
+        return self.clients.components or InferenceComponents(self.session.client)
+
+    def _endpoint_output(self, key: str) -> str | None:
+        """An output of the synthesized endpoint stack, where it is a plain string."""
+        outputs = self.templates().get(self.stack("endpoint"), {}).get("Outputs", {})
+        value = outputs.get(key, {}).get("Value")
+        return value if isinstance(value, str) else None
+
+    def _artifact_url(self, key: str) -> str:
+        location = self.store_location()
+        if location is None:
+            return key  # no store yet: nothing deployed to compare with
+        return f"s3://{location.bucket}/{location.prefix}{key}"
+
+    def plan_components(self, desired: Sequence[Component]) -> tuple[ComponentChange, ...]:
+        endpoint = self.endpoint_name()
+        deployed = self.components.on_endpoint(endpoint) if endpoint else {}
+        return plan_components(
+            desired,
+            deployed,
+            image=self._endpoint_output("ImageUri") or "",
+            artifact_url=self._artifact_url,
+        )
+
+    def apply_components(
+        self, actions: Sequence[CreateComponent | UpdateComponent], reporter: Reporter
+    ) -> None:
+        """Once the endpoint is in service: create or update each component, wait until
+        every one is InService (a Failed one stops `deploy up` with its FailureReason,
+        nothing published), then set its copy autoscaling."""
+        if not actions:
+            return
+        endpoint = self.rollout.wait_endpoint(
+            timeout_s=self.components_timeout_s, reporter=reporter
+        ).name
+        state = self.stacks.describe(self.stack("endpoint"))
+        outputs = state.outputs if state is not None else {}
+        variant = outputs.get("VariantName") or self._endpoint_output("VariantName") or ""
+        image = self._endpoint_output("ImageUri") or outputs.get("ImageUri", "")
+        infra = self.settings.infra
+        scaling = Scaling(
+            invocations_per_copy=infra.target_invocations_per_instance,
+            scale_in_cooldown_s=infra.scale_in_cooldown_s,
+            scale_out_cooldown_s=infra.scale_out_cooldown_s,
+            alarm_topic=outputs.get("AlarmTopicArn"),
+        )
+        wanted = {
+            action.name: requested(
+                action.component,
+                image=image,
+                artifact_url=self._artifact_url(action.component.archive_key),
+            )
+            for action in actions
+        }
+        rolled: list[str] = []
+        for action in actions:
+            if isinstance(action, CreateComponent):
+                say(f"component {action.name}: creating ({action.why})")
+                self.components.create(endpoint, variant, wanted[action.name])
+                rolled.append(action.name)
+            elif action.respec:
+                say(f"component {action.name}: rolling update ({action.why})")
+                self.components.update(wanted[action.name], action.component.deployment)
+                rolled.append(action.name)
+        self._wait_components(rolled)
+        for action in actions:
+            if isinstance(action, CreateComponent) or action.rescale:
+                self.components.scale(wanted[action.name], scaling)
+
+    def _wait_components(self, names: Sequence[str]) -> None:
+        deadline = time.monotonic() + self.components_timeout_s
+        pending = list(names)
+        seen: dict[str, str] = {}
+        while pending:
+            for name in list(pending):
+                described = self.components.describe(name) or {}
+                status = str(described.get("InferenceComponentStatus", "missing"))
+                if seen.get(name) != status:
+                    seen[name] = status
+                    say(f"component {name}: {status}")
+                if status == "InService":
+                    pending.remove(name)
+                elif status in ("Failed", "missing"):
+                    reason = described.get("FailureReason") or "SageMaker gave no reason"
+                    raise RolloutFailedError(
+                        f"inference component {name} failed: {reason}. The manifest was not "
+                        "published: clients still call what they called before",
+                        where=f"inference component {name}",
+                        fix="fix the reason above (the model's files, or its "
+                        f"[stages.{self.settings.stage}.models] requirements) and re-run "
+                        "`deploy up`",
+                    )
+            if not pending:
+                return
+            if time.monotonic() > deadline:
+                raise AwsError(
+                    f"inference component(s) {', '.join(pending)} not InService after "
+                    f"{self.components_timeout_s:.0f} s; the manifest was not published",
+                    where=f"endpoint {self.settings.endpoint_name}",
+                    fix="SageMaker carries on; re-run `deploy up` later",
+                )
+            self._sleep(self._poll_s)
+
+    def delete_components(self, names: Sequence[str], reporter: Reporter) -> None:
+        for name in names:
+            say(f"component {name}: deleting (no published manifest names its model)")
+            self.components.delete(name)
+
     # -- smoke and publish --------------------------------------------------------------
 
     def data_plane(self) -> DataPlane:
@@ -491,9 +615,9 @@ class AwsProvider:
         from deploy.client import manifest as contract
         from deploy.lifecycle.canary_alarms import CanaryAlarms, CanaryThresholds
 
-        manifest = contract.loads(document, "the manifest published")
-        if manifest.hosting != contract.MULTI_MODEL:
+        if not self.mode.model_canaries:
             return None
+        manifest = contract.loads(document, "the manifest published")
         alarms = CanaryAlarms(self.session, self.settings.endpoint_name)
         return alarms.sync(manifest, CanaryThresholds.of(self.settings.rollout))
 

@@ -30,6 +30,7 @@ from deploy.client import manifest as contract
 from deploy.config import DeploySettings
 from deploy.errors import ConfigError, DeployError
 from deploy.hosting.changes import ModelChange
+from deploy.hosting.mode import HostingMode
 
 # The largest canary percent: past half of the calls it is the live version.
 MAX_CANARY_PERCENT = 50.0
@@ -100,7 +101,7 @@ def check_percent(value: float, *, where: str, shown: str | None = None) -> floa
     return int(value) if value == int(value) else value
 
 
-def requested(settings: DeploySettings, flag: float | None, hosting: str) -> dict[str, float]:
+def requested(settings: DeploySettings, flag: float | None, mode: HostingMode) -> dict[str, float]:
     """Percent by model name ('*': every model, from `--canary`); refused unless
     the stage hosts a multi-model endpoint."""
     per_model = {
@@ -108,14 +109,14 @@ def requested(settings: DeploySettings, flag: float | None, hosting: str) -> dic
     }
     if flag is None and not per_model:
         return {}
-    if hosting != contract.MULTI_MODEL:
+    if not mode.model_canaries:
         where = (
             "--canary"
             if flag is not None
             else f"[stages.{settings.stage}.models.{sorted(per_model)[0]}] canary"
         )
         raise ConfigError(
-            f"a per-model canary needs a multi-model endpoint; this stage hosts {hosting}, "
+            f"a per-model canary needs a multi-model endpoint; this stage hosts {mode.name}, "
             "whose traffic shifts are the endpoint's own (its DeploymentConfig)",
             where=where,
             fix=f'set [stages.{settings.stage}.rollout] traffic = "canary" for this hosting, '

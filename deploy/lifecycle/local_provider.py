@@ -29,8 +29,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from deploy.client import manifest as contract
-from deploy.errors import LocalEndpointError
+from deploy.errors import DeployError, LocalEndpointError
 from deploy.hosting import MODES, HostingMode, StoredFile, default_mode
+from deploy.hosting.component_sizing import Component
+from deploy.lifecycle.actions import CreateComponent, UpdateComponent
+from deploy.lifecycle.components import ComponentChange
 from deploy.lifecycle.manifest_writes import ManifestBasis, file_version, publish_file
 from deploy.lifecycle.plan import InfraSpec
 from deploy.lifecycle.provider import (
@@ -249,6 +252,22 @@ class LocalProvider:
         basis = self.manifest_basis or ManifestBasis(file_version(path))
         lock = self.store_dir.parent / "manifest.lock"
         self.manifest_basis = publish_file(path, document, basis, lock)
+
+    # Hosting components is not among `hostings`: `deploy up --local` refuses it first.
+    def plan_components(self, desired: Sequence[Component]) -> tuple[ComponentChange, ...]:
+        return ()
+
+    def apply_components(
+        self, actions: Sequence[CreateComponent | UpdateComponent], reporter: Reporter
+    ) -> None:
+        raise DeployError(
+            "the local provider makes no inference components",
+            where="hosting (--hosting)",
+            fix="deploy hosting components to AWS",
+        )
+
+    def delete_components(self, names: Sequence[str], reporter: Reporter) -> None:
+        self.apply_components((), reporter)
 
     def store_bucket(self) -> str | None:
         return None  # a folder on this machine

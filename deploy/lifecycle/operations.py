@@ -117,6 +117,8 @@ class StageOperations:
             if component == "model-store" and location is not None:
                 # The bucket is retained by the stack: empty and delete it first.
                 self.stage.clients.store(location.bucket).purge()
+            if component == "endpoint" and self.stage.mode.components is not None:
+                self._delete_components(timeout_s)
             stacks.delete(name)
             stacks.wait_deleted(name, timeout_s=timeout_s)
             removed.append(name)
@@ -127,6 +129,20 @@ class StageOperations:
             "model_store_kept": (f"s3://{kept.bucket}/{kept.prefix}" if kept else None),
             "purged": purge,
         }
+
+    def _delete_components(self, timeout_s: float) -> None:
+        """Hosting components: `deploy up` made the inference components, not the stack;
+        SageMaker deletes no endpoint that still holds one."""
+        import time
+
+        from deploy.aws.inference_components import InferenceComponents
+
+        endpoint = self.stage.endpoint_name()
+        if endpoint is None:
+            return
+        clients = self.stage.clients
+        components = clients.components or InferenceComponents(clients.session.client)
+        components.delete_all(endpoint, timeout_s=timeout_s, sleep=time.sleep, poll_s=5.0)
 
     def prune(self, *, keep: int, dry_run: bool = False) -> dict[str, Any]:
         found = self.stage.store()

@@ -16,6 +16,7 @@ from deploy.hosting.changes import ArchiveChange, ModelAction, ModelChange
 from deploy.hosting.per_model import ArchiveEntry, diff_models, manifest_entries
 from deploy.lifecycle.actions import Action, plan_actions
 from deploy.lifecycle.actions import to_dict as action_dict
+from deploy.lifecycle.components import ComponentChange
 from deploy.lifecycle.prices import Cost
 
 if TYPE_CHECKING:
@@ -81,6 +82,8 @@ class Plan:
     store_stack: str | None = None
     # Multi-model: the canaries the published manifest names (deploy.lifecycle.canary).
     canaries: tuple[CanaryChange, ...] = ()
+    # Hosting components: the inference components created, updated or deleted.
+    components: tuple[ComponentChange, ...] = ()
 
     def offline(self, reason: str) -> Plan:
         """This plan with every part that needs AWS marked unknown (`needs_credentials`)."""
@@ -97,6 +100,7 @@ class Plan:
             infra_action="unknown",
             infra=tuple(replace(change, before=None) for change in self.infra),
             resources=(),
+            components=(),
             offline_reason=reason,
             needs_credentials=NEEDS_CREDENTIALS,
         )
@@ -137,6 +141,7 @@ class Plan:
             and not self.uploads
             and not archive_upload
             and self.infra_action == "none"
+            and not self.components
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -162,6 +167,8 @@ class Plan:
             document["notes"] = list(self.notes)
         if self.canaries:
             document["canaries"] = [canary.to_dict() for canary in self.canaries]
+        if self.components:
+            document["components"] = [change.to_dict() for change in self.components]
         if self.archive is not None:
             document["hosting"] = self.hosting
             document["archive"] = self.archive.to_dict()

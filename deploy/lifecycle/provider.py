@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from deploy.hosting import StoredFile
+from deploy.hosting.component_sizing import Component
+from deploy.lifecycle.actions import CreateComponent, UpdateComponent
+from deploy.lifecycle.components import ComponentChange
 from deploy.lifecycle.plan import InfraChange, InfraSpec
 
 
@@ -141,4 +144,18 @@ class Provider(Protocol):
 
     def store_bucket(self) -> str | None:
         """The model-store bucket once it exists (None: the store is no bucket)."""
+        ...
+
+    def plan_components(self, desired: Sequence[Component]) -> tuple[ComponentChange, ...]:
+        """Hosting components: each component to create, update or delete."""
+        ...
+
+    def apply_components(
+        self, actions: Sequence[CreateComponent | UpdateComponent], reporter: Reporter
+    ) -> None:
+        """Create or update each component, wait until each is InService, scale it."""
+        ...
+
+    def delete_components(self, names: Sequence[str], reporter: Reporter) -> None:
+        """Delete each named component (after the manifest stopped naming its model)."""
         ...

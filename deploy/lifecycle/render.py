@@ -7,9 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 from deploy.lifecycle.actions import (
     Action,
+    CreateComponent,
     CreateModelStore,
+    DeleteComponent,
     Provision,
     PublishManifest,
+    UpdateComponent,
     UploadArchive,
 )
 from deploy.lifecycle.plan import Plan
@@ -137,12 +140,31 @@ def _publish(action: PublishManifest) -> str:
     return f"publish the manifest: {', '.join(action.changes)}"
 
 
+def _create_component(action: CreateComponent) -> str:
+    return f"create component {action.name} for model {action.model}: {action.why}"
+
+
+def _update_component(action: UpdateComponent) -> str:
+    how = "rolling update" if action.respec else "copy autoscaling"
+    return f"update component {action.name} ({how}): {action.why}"
+
+
+def _delete_component(action: DeleteComponent) -> str:
+    return (
+        f"delete component {action.name} after publishing ({action.why}; the manifest "
+        "no longer names it)"
+    )
+
+
 # One renderer per action kind (a test holds this to deploy.lifecycle.actions.ACTION_KINDS).
 RENDERERS: dict[type[Any], Callable[[Any], str]] = {
     CreateModelStore: _create_model_store,
     UploadArchive: _upload,
     Provision: _provision,
+    CreateComponent: _create_component,
+    UpdateComponent: _update_component,
     PublishManifest: _publish,
+    DeleteComponent: _delete_component,
 }
 
 

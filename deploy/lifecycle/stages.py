@@ -19,6 +19,7 @@ from deploy.config import DeploySettings, settings_file
 from deploy.errors import ConfigError, DeployError, ValidationFailedError
 from deploy.hosting import HostingMode, StagePackage, StoredFile, mode_for
 from deploy.lifecycle.canary import CanaryChange, plan_canaries
+from deploy.lifecycle.components import ComponentChange, rolling_notes
 from deploy.lifecycle.plan import InfraSpec, Plan
 from deploy.lifecycle.prices import estimate_for
 from deploy.lifecycle.provider import EndpointView, InfraPlan, Provider, Reporter
@@ -110,7 +111,15 @@ def bind_to_store(
     (hosting async: the S3 prefixes), once the model store exists; other modes' as it is.
 
     The bound manifest is written next to the package's (`manifest.stage.json`): the
-    smoke test reads it, and it is what is published."""
+    smoke test reads it, and it is what is published. Hosting components' names each
+    model's inference component (`HostingMode.bind_manifest`)."""
+    if mode.bind_manifest is not None:
+        path = package.manifest_path.with_name("manifest.stage.json")
+        bound = mode.bind_manifest(settings, package.manifest)
+        atomic_write_bytes(path, contract.dump(bound))
+        return dataclasses.replace(
+            package, manifest=bound, document=bound.to_document(), manifest_path=path
+        )
     if mode.manifest_sections is None:
         return package
     bucket = provider.store_bucket()
@@ -136,11 +145,14 @@ def plan(
     package: StagePackage,
     desired: InfraSpec,
     canaries: Mapping[str, float] | None = None,
+    *,
+    repository: Path | None = None,
 ) -> tuple[Plan, InfraPlan]:
     """Describe calls only: what would change, and what it costs per hour.
 
     `canaries` (multi-model): percent by model name ('*': every changed model), as
-    `deploy.lifecycle.canary.requested` reads them."""
+    `deploy.lifecycle.canary.requested` reads them. Hosting components also compares
+    each model's inference component (`repository`, default the stage's, sizes them)."""
     if package.archive is not None:
         # The endpoint's Model reads this archive: its templates name the key.
         provider.use_model_archive(package.archive.key)
@@ -153,7 +165,7 @@ def plan(
     models = diff.models
     named: tuple[CanaryChange, ...] = ()
     canary_notes: tuple[str, ...] = ()
-    if mode.name == contract.MULTI_MODEL:
+    if mode.model_canaries:
         models, named, canary_notes = plan_canaries(
             diff.models,
             package.document,
@@ -167,7 +179,12 @@ def plan(
     # while an endpoint runs (instances may hold them), from the published archives'.
     live = infra.action != "create" or infra.current is not None
     check_published_bundles(package.document, published if live else None)
+    components: tuple[ComponentChange, ...] = ()
+    if mode.components is not None:
+        wanted = mode.components(settings, repository or settings.repository, package)
+        components = provider.plan_components(wanted)
     on_aws = provider.name == "aws"
+    # Instances are what is billed, however many components they hold.
     cost = estimate_for(settings.region, desired) if on_aws else None
     return (
         Plan(
@@ -192,9 +209,11 @@ def plan(
                 ),
                 *infra.notes,
                 *canary_notes,
+                *rolling_notes(components),
             ),
             store_stack=infra.store_stack,
             canaries=named,
+            components=components,
         ),
         infra,
     )

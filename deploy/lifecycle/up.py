@@ -5,13 +5,15 @@
 The plan's actions (`Plan.actions`) are what `on_plan` prints and all that
 `deploy.lifecycle.apply.apply` changes; waiting and the smoke test only read.
 What differs between hosting modes (multi-model, single-model, async,
-serverless) is the `deploy.hosting.HostingMode` the stages are given.
+serverless, components) is the `deploy.hosting.HostingMode` the stages are
+given; hosting components adds one action per inference component (created and
+updated after the stacks, deleted after publishing).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,10 +21,12 @@ from typing import Any
 from deploy.config import DeploySettings
 from deploy.errors import ConfigError, DeployError
 from deploy.hosting import HostingMode, StagePackage, mode_for
+from deploy.hosting.component_sizing import Component
 from deploy.lifecycle import stages
 from deploy.lifecycle.actions import Action
 from deploy.lifecycle.actions import to_dict as action_dict
 from deploy.lifecycle.apply import Run, apply
+from deploy.lifecycle.components import ComponentChange
 from deploy.lifecycle.plan import InfraSpec, Plan, diff_infra
 from deploy.lifecycle.provider import (
     EndpointView,
@@ -93,7 +97,7 @@ def up(
     _require_hosting(provider, mode)
     from deploy.lifecycle.canary import requested
 
-    canaries = requested(settings, options.canary, mode.name)
+    canaries = requested(settings, options.canary, mode)
     # A package deployed as it is was validated when it was written.
     target = f" for {settings.instance_type}" if on_aws else ""
     reporter.stage("validate", f"{repository}{target} ({mode.name})")
@@ -124,7 +128,9 @@ def up(
         )
     desired = stages.desired_infra(settings, mode)
     _planning(reporter, provider)
-    the_plan, _ = stages.plan(settings, planner, mode, package, desired, canaries)
+    the_plan, _ = stages.plan(
+        settings, planner, mode, package, desired, canaries, repository=repository
+    )
     if offline is not None:
         the_plan = the_plan.offline(offline)
     result = UpResult(plan=the_plan, dry_run=options.dry_run)
@@ -215,6 +221,9 @@ class _Offline:
 
     def plan_infra(self, desired: InfraSpec) -> InfraPlan:
         return InfraPlan(action="create", current=None, changes=diff_infra(None, desired))
+
+    def plan_components(self, desired: Sequence[Component]) -> tuple[ComponentChange, ...]:
+        return ()  # an offline plan compares nothing
 
 
 def _planning(reporter: Reporter, provider: Provider) -> None:

@@ -1,30 +1,24 @@
-"""The endpoint stack of `hosting = "components"`: one inference component per model.
+"""The endpoint stack of `hosting = "components"`: the endpoint its components run on.
 
 The instances scale with SageMaker's `ManagedInstanceScaling`
-(`infra.min_instance_count`, 0 allowed, to `infra.max_instance_count`); each
-model's copies scale on their own (`[stages.X.models.NAME] min_copies`,
-`max_copies`, target `infra.target_invocations_per_instance` invocations per
-copy). The components and their requirements come from the stage's repository
-(`deploy.hosting.components.component_specs`); each serves its model's archive,
-named by the packaged manifest's TargetModel where `deploy package` has written
-one, else `<model>.tar.gz`, under the model-store prefix.
+(`infra.min_instance_count`, 0 allowed, to `infra.max_instance_count`). The
+inference components, one per model with its requirements and copy
+autoscaling, are `deploy up`'s (`deploy.hosting.components` says why): this
+template does not depend on the repository or the package, so a model's new
+version changes nothing here. Its outputs tell `deploy up` the image, the
+variant and the alarm topic the components use.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from aws_cdk import CfnOutput, Duration, Stack
-from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
 from deploy.config import DeploySettings
 from deploy.hosting import mode_for
-from deploy.hosting.component_sizing import ComponentSpec, component_name, component_specs
-from deploy.hosting.per_model import manifest_entries
-from deploy.repository.loader import load_repository
-from deploy_infra.constructs.inference_components import ComponentAutoscaling, ComponentsEndpoint
+from deploy_infra.constructs.inference_components import ComponentsEndpoint
 from deploy_infra.constructs.model_store import ModelStore
 from deploy_infra.constructs.monitoring import alarm_topic
 from deploy_infra.constructs.network import PrivateNetwork
@@ -35,21 +29,6 @@ from deploy_infra.instances import (
     instance_spec,
     triton_image_uri,
 )
-
-
-def archive_keys(
-    settings: DeploySettings, prefix: str, specs: list[ComponentSpec]
-) -> dict[str, str]:
-    """Each model's archive key: the packaged manifest's TargetModel, else `<model>.tar.gz`."""
-    manifest = mode_for(settings).package_dir(settings.package_dir) / "manifest.json"
-    packaged: dict[str, str] = {}
-    if manifest.is_file():
-        document = json.loads(manifest.read_text(encoding="utf-8"))
-        entries = manifest_entries(document, where=str(manifest))
-        packaged = {name: entry.target_model for name, entry in entries.items()}
-    return {
-        spec.model: f"{prefix}{packaged.get(spec.model, f'{spec.model}.tar.gz')}" for spec in specs
-    }
 
 
 class ComponentsEndpointStack(Stack):
@@ -69,8 +48,6 @@ class ComponentsEndpointStack(Stack):
         image_uri = triton_image_uri(
             region=settings.region, version=infra.triton_version, instance_type=spec.instance_type
         )
-        specs = component_specs(settings, load_repository(settings.repository))
-        keys = archive_keys(settings, store.prefix, specs)
         self.endpoint = ComponentsEndpoint(
             self,
             "Endpoint",
@@ -81,12 +58,11 @@ class ComponentsEndpointStack(Stack):
             initial_instance_count=max(infra.initial_instance_count, infra.min_instance_count),
             max_instance_count=infra.max_instance_count,
             bucket=store.bucket,
-            archive_keys=keys,
+            prefix=store.prefix,
             key=store.key,
             encrypt_volume=not has_instance_storage(spec),
             subnets=network.subnets.subnets,
             security_group=network.endpoint_security_group,
-            specs=specs,
             inference_ami_version=inference_ami(infra.triton_version, spec),
         )
         topic = alarm_topic(
@@ -97,27 +73,9 @@ class ComponentsEndpointStack(Stack):
             existing_topic_arn=infra.notification_topic_arn,
             email=infra.notification_email,
         )
-        for index, each in enumerate(specs):
-            scaling = ComponentAutoscaling(
-                self,
-                f"Autoscaling{index}",
-                component=self.endpoint.components[each.model],
-                spec=each,
-                invocations_per_copy=infra.target_invocations_per_instance,
-                scale_in_cooldown=Duration.seconds(infra.scale_in_cooldown_s),
-                scale_out_cooldown=Duration.seconds(infra.scale_out_cooldown_s),
-            )
-            if scaling.scale_from_zero is not None:
-                # The operator hears of a cold start too (it takes minutes).
-                scaling.scale_from_zero.add_alarm_action(cw_actions.SnsAction(topic))
         CfnOutput(self, "EndpointName", value=settings.endpoint_name)
         CfnOutput(self, "VariantName", value=VARIANT_NAME)
         CfnOutput(self, "Hosting", value=mode_for(settings).name)
         CfnOutput(self, "ImageUri", value=image_uri)
-        CfnOutput(
-            self,
-            "InferenceComponents",
-            value=",".join(component_name(settings.endpoint_name, s.model) for s in specs),
-        )
         CfnOutput(self, "ExecutionRoleArn", value=self.endpoint.role.role_arn)
         CfnOutput(self, "AlarmTopicArn", value=topic.topic_arn)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import importlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -102,114 +103,37 @@ def test_config_scales_instances_to_zero_and_names_no_model(stage: Any) -> None:
     template.resource_count_is("AWS::SageMaker::Endpoint", 1)
 
 
-def test_a_gpu_and_a_cpu_model_are_two_components_with_their_own_requirements(
-    stage: Any,
-) -> None:
+def test_the_stack_holds_the_endpoint_and_no_component_deploy_up_makes_them(stage: Any) -> None:
+    """The components, their copy autoscaling and the scale-from-zero alarms are
+    `deploy up`'s (tests/functional/test_lifecycle_components_stubbed.py): nothing in
+    the template depends on the repository's models or their archives."""
     template = _endpoint(stage)
-    template.resource_count_is("AWS::SageMaker::InferenceComponent", 2)
-    template.has_resource_properties(
-        "AWS::SageMaker::InferenceComponent",
-        {
-            "InferenceComponentName": "triton-ic-detector",
-            "VariantName": "AllTraffic",
-            "Specification": {
-                "Container": {
-                    "Image": Match.string_like_regexp(r"sagemaker-tritonserver:[0-9.]+-py3$"),
-                    "ArtifactUrl": Match.any_value(),
-                    "Environment": {"SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": "detector"},
-                },
-                # KIND_GPU: one GPU; twice 3 MB of files plus the server's 1024 MB.
-                "ComputeResourceRequirements": {
-                    "NumberOfAcceleratorDevicesRequired": 1,
-                    "NumberOfCpuCoresRequired": 1,
-                    "MinMemoryRequiredInMb": 1030,
-                },
-            },
-            "RuntimeConfig": {"CopyCount": 1},
-        },
-    )
-    template.has_resource_properties(
-        "AWS::SageMaker::InferenceComponent",
-        {
-            "InferenceComponentName": "triton-ic-tabular",
-            "Specification": {
-                "Container": Match.object_like(
-                    {"Environment": {"SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": "tabular"}}
-                ),
-                # KIND_CPU count 2: two cores, no GPU; memory_mb from deploy.toml.
-                "ComputeResourceRequirements": Match.object_equals(
-                    {"NumberOfCpuCoresRequired": 2, "MinMemoryRequiredInMb": 2048}
-                ),
-            },
-            # Created with a copy (CloudFormation sees it start); autoscaling may reach 0.
-            "RuntimeConfig": {"CopyCount": 1},
-        },
-    )
+    template.resource_count_is("AWS::SageMaker::InferenceComponent", 0)
+    template.resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 0)
+    template.resource_count_is("AWS::ApplicationAutoScaling::ScalingPolicy", 0)
+    text = stage[1]["triton-ic-mixed-endpoint"].read_text(encoding="utf-8")
+    for model in ("detector", "tabular"):
+        assert model not in text
+    # What deploy up reads to make the components: the image, the variant, the topic.
+    outputs = template.to_json()["Outputs"]
+    assert re.search(r"sagemaker-tritonserver:[0-9.]+-py3$", outputs["ImageUri"]["Value"])
+    assert outputs["VariantName"]["Value"] == "AllTraffic"
+    assert "AlarmTopicArn" in outputs
 
 
-def test_copies_autoscale_per_component_on_invocations_per_copy(stage: Any) -> None:
+def test_the_role_reads_every_archive_under_the_model_store_prefix(stage: Any) -> None:
     template = _endpoint(stage)
-    for name, low, high in (("detector", 1, 4), ("tabular", 0, 3)):
-        template.has_resource_properties(
-            "AWS::ApplicationAutoScaling::ScalableTarget",
-            {
-                "ScalableDimension": "sagemaker:inference-component:DesiredCopyCount",
-                "ResourceId": f"inference-component/triton-ic-{name}",
-                "MinCapacity": low,
-                "MaxCapacity": high,
-            },
-        )
-    template.resource_properties_count_is(
-        "AWS::ApplicationAutoScaling::ScalingPolicy",
-        {
-            "PolicyType": "TargetTrackingScaling",
-            "TargetTrackingScalingPolicyConfiguration": Match.object_like(
-                {
-                    "PredefinedMetricSpecification": {
-                        "PredefinedMetricType": "SageMakerInferenceComponentInvocationsPerCopy"
-                    }
-                }
-            ),
-        },
-        2,
-    )
-
-
-def test_minimum_zero_gets_the_scale_from_zero_alarm_and_step_policy(stage: Any) -> None:
-    template = _endpoint(stage)
-    # Only tabular (min_copies 0) has them.
-    template.resource_properties_count_is(
-        "AWS::ApplicationAutoScaling::ScalingPolicy", {"PolicyType": "StepScaling"}, 1
-    )
-    template.has_resource_properties(
-        "AWS::ApplicationAutoScaling::ScalingPolicy",
-        {
-            "PolicyType": "StepScaling",
-            "StepScalingPolicyConfiguration": {
-                "AdjustmentType": "ChangeInCapacity",
-                "MetricAggregationType": "Maximum",
-                "Cooldown": 60,
-                "StepAdjustments": [{"MetricIntervalLowerBound": 0, "ScalingAdjustment": 1}],
-            },
-        },
-    )
-    alarms = template.find_resources(
-        "AWS::CloudWatch::Alarm", {"Properties": {"MetricName": "NoCapacityInvocationFailures"}}
-    )
-    assert len(alarms) == 1, alarms
-    (alarm,) = alarms.values()
-    properties = alarm["Properties"]
-    assert properties["Namespace"] == "AWS/SageMaker"
-    assert properties["Dimensions"] == [
-        {"Name": "InferenceComponentName", "Value": "triton-ic-tabular"}
+    roles = template.find_resources("AWS::IAM::Role")
+    statements = [
+        statement
+        for role in roles.values()
+        for policy in role["Properties"].get("Policies", [])
+        for statement in policy["PolicyDocument"]["Statement"]
+        if statement.get("Sid") == "ReadModelArchives"
     ]
-    assert (properties["Statistic"], properties["Period"]) == ("Sum", 60)
-    assert (properties["EvaluationPeriods"], properties["DatapointsToAlarm"]) == (1, 1)
-    assert properties["Threshold"] == 1
-    assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
-    # The alarm drives the step policy (and tells the operator).
-    actions = json.dumps(properties["AlarmActions"])
-    assert "ScaleFromZero" in actions, actions
+    assert len(statements) == 1, statements
+    resource = json.dumps(statements[0]["Resource"])
+    assert resource.endswith('"/models/*"]]}'), resource
 
 
 def test_cfn_lint_and_cdk_nag_are_clean(stage: Any) -> None:

@@ -350,3 +350,28 @@ def test_pricing_follows_the_stage_for_its_endpoint_or_the_flags(
     assert flagged is not None and flagged.hourly == pytest.approx(3 * 0.23)
     with pytest.raises(BenchError, match="--instance-count needs --instance"):
         _pricing(None, 3, "us-east-1", "staging", stage_endpoint="other")
+
+
+def test_a_stage_of_inference_components_is_priced_by_its_instances(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Several components share the instances: the cost per million is the instances'
+    (at least the one serving the benchmark when the minimum is 0), not per component."""
+    from deploy.catalogue.instances import hourly_price
+    from deploy.cli.bench import _pricing
+
+    config = tmp_path / "deploy.toml"
+    config.write_text(
+        '[stages.mixed]\nendpoint_name = "mixed"\ninstance_type = "ml.g5.12xlarge"\n'
+        'hosting = "components"\n'
+        "[stages.mixed.infra]\nmin_instance_count = 0\nmax_instance_count = 2\n"
+        "[stages.mixed.models.detector]\nmin_copies = 2\n"
+        "[stages.mixed.models.tabular]\nmin_copies = 0\n"
+    )
+    monkeypatch.setenv("DEPLOY_CONFIG", str(config))
+    priced = _pricing(None, None, "us-east-1", "mixed", stage_endpoint="mixed")
+    assert priced is not None
+    price = hourly_price("ml.g5.12xlarge", "us-east-1")
+    assert price is not None
+    assert (priced.instance_count, priced.hourly) == (1, pytest.approx(price))
+    assert priced.per_million(100.0) == pytest.approx(round(price / 360000 * 1e6, 4))

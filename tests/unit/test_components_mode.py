@@ -140,13 +140,48 @@ def test_component_names_fit_sagemaker_and_stay_distinct() -> None:
     assert len(component_name("e" * 60, "model")) <= 63
 
 
-def test_deploy_up_refuses_the_mode_before_changing_anything(tmp_path: Path) -> None:
+def test_the_mode_takes_gpu_and_cpu_instances_and_refuses_neuron(tmp_path: Path) -> None:
     mode = MODES["components"]
     with pytest.raises(ConfigError, match=r"ml\.inf1\.xlarge.*GPU or CPU"):
         mode.check_settings(settings(tmp_path, instance_type="ml.inf1.xlarge"))
-    with pytest.raises(ConfigError, match="cannot deploy inference components") as caught:
-        mode.check_settings(settings(tmp_path))
-    assert caught.value.where == "hosting (--hosting)" and "multi-model" in (caught.value.fix or "")
+    # `deploy up` deploys the mode: its settings check passes on GPU and CPU instances.
+    mode.check_settings(settings(tmp_path))
+    mode.check_settings(settings(tmp_path, instance_type="ml.m5.xlarge"))
+    assert mode.components is not None and mode.bind_manifest is not None
+
+
+@pytest.mark.parametrize(
+    ("rollout", "batch"),
+    [
+        ({}, {"Type": "CAPACITY_PERCENT", "Value": 50}),  # linear 50% by default
+        ({"traffic": "linear", "linear_step": "20%"}, {"Type": "CAPACITY_PERCENT", "Value": 20}),
+        ({"traffic": "linear", "linear_step": 2}, {"Type": "COPY_COUNT", "Value": 2}),
+        # SageMaker's batches take 5-50% of the copies: a 1% canary is 5%.
+        ({"traffic": "canary", "canary_size": "1%"}, {"Type": "CAPACITY_PERCENT", "Value": 5}),
+        # All at once: every copy the component may have (max_copies 3) in one batch.
+        ({"traffic": "all-at-once"}, {"Type": "COPY_COUNT", "Value": 3}),
+    ],
+)
+def test_a_component_update_rolls_out_as_the_stage_rollout_says(
+    tmp_path: Path, rollout: dict[str, Any], batch: dict[str, Any]
+) -> None:
+    from deploy.hosting.components import deployment_config
+
+    stage = settings(
+        repository(tmp_path),
+        rollout={**rollout, "wait_interval_s": 60, "alarms": ["shop-errors"]},
+        models={"tabular": {"max_copies": 3}},
+    )
+    spec = {s.model: s for s in component_specs(stage, load_repository(stage.repository))}
+    assert deployment_config(stage, spec["tabular"]) == {
+        "RollingUpdatePolicy": {
+            "MaximumBatchSize": batch,
+            "WaitIntervalInSeconds": 60,
+            "MaximumExecutionTimeoutInSeconds": 3600,
+            "RollbackMaximumBatchSize": batch,
+        },
+        "AutoRollbackConfiguration": {"Alarms": [{"AlarmName": "shop-errors"}]},
+    }
 
 
 def test_deploy_validate_with_the_mode_reports_a_component_that_fits_no_instance(

@@ -36,7 +36,7 @@ from deploy.lifecycle.render import RENDERERS, render_action, render_plan
 
 
 def test_every_action_kind_has_exactly_one_executor_and_one_renderer() -> None:
-    assert len(set(ACTION_KINDS)) == len(ACTION_KINDS) == 4
+    assert len(set(ACTION_KINDS)) == len(ACTION_KINDS) == 7
     assert set(EXECUTORS) == set(ACTION_KINDS)
     assert set(RENDERERS) == set(ACTION_KINDS)
     # Each kind runs in a phase apply() walks through.
@@ -143,6 +143,12 @@ class RecordingProvider:
     def publish_manifest(self, document: bytes) -> None:
         self.calls.append(("publish", document.decode()))
 
+    def apply_components(self, actions: Sequence[Any], reporter: Any) -> None:
+        self.calls.extend((type(a).__name__, a.name) for a in actions)
+
+    def delete_components(self, names: Sequence[str], reporter: Any) -> None:
+        self.calls.extend(("DeleteComponent", name) for name in names)
+
 
 def test_apply_executes_what_is_printed_and_calls_the_provider_for_nothing_else(
     tmp_path: Path,
@@ -205,3 +211,46 @@ def test_an_empty_plan_prints_no_change_and_applies_nothing(tmp_path: Path) -> N
     )
     apply(plan, run, verify=lambda _run: None)
     assert run.executed == [] and provider.calls == [("tools", "")] and not run.published
+
+
+def test_components_print_and_apply_one_action_each_the_removed_one_after_publishing(
+    tmp_path: Path,
+) -> None:
+    from deploy.hosting.component_sizing import Component, ComponentSpec, Requirements
+    from deploy.lifecycle.components import ComponentChange
+
+    def made(model: str) -> Component:
+        return Component(
+            f"ep-{model}",
+            f"{model}-1111.tar.gz",
+            ComponentSpec(model, Requirements(0, 1.0, 1024), 1, 4),
+        )
+
+    components = (
+        ComponentChange("ep-alpha", "alpha", "create", ("new",), made("alpha")),
+        ComponentChange("ep-beta", "beta", "update", ("archive",), made("beta"), respec=True),
+        ComponentChange("ep-old", "old", "delete", ("its model is no longer in the repository",)),
+    )
+    plan = aws_plan(resources=(), infra_action="none", components=components)
+    files = tuple(
+        StoredFile(key, tmp_path / key, "ab" * 32, 2048)
+        for key in ("alpha-1111.tar.gz", "beta-1111.tar.gz", "delta-1111.tar.gz")
+    )
+    package = StagePackage(
+        files=files, manifest_path=tmp_path / "manifest.json", manifest=cast(Any, None), document={}
+    )
+    provider = RecordingProvider()
+    checks: list[list[str]] = []
+    run = Run(cast(Any, provider), SilentReporter(), package, manifest=lambda _package: b"{}")
+    apply(plan, run, verify=lambda done: checks.append([type(a).__name__ for a in done.executed]))
+
+    assert printed_changes(plan) == [render_action(a) for a in run.executed]
+    assert run.executed == list(plan.actions)
+    assert provider.calls[-4:] == [
+        ("CreateComponent", "ep-alpha"),
+        ("UpdateComponent", "ep-beta"),
+        ("publish", "{}"),
+        ("DeleteComponent", "ep-old"),
+    ]
+    # The components were in service-checked before publishing; the deletion came after.
+    assert checks[0][-2:] == ["CreateComponent", "UpdateComponent"]
