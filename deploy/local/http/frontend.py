@@ -4,7 +4,7 @@
     GET  /ping                                   health
     GET  /models                                 loaded and available models (status)
     GET  /deploy/manifest.json                   the store's manifest (logical names)
-    GET  /metrics                                per-model call metrics (deploy.local.metrics)
+    GET  /metrics                                per-model call metrics (deploy.local.http.metrics)
 
 The hot path is kept small because client, front end and Triton share the
 CPU: httptools parses requests, only the headers the endpoint uses are kept,
@@ -49,22 +49,29 @@ from urllib.parse import unquote
 import httptools
 
 from deploy.errors import LocalEndpointError
-from deploy.local import wire
-from deploy.local.archive import DiskFullError
-from deploy.local.connections import BODY, CLOSING, HEAD, IDLE, ConnectionGuard, ConnectionLimits
-from deploy.local.json_limits import JsonScanner, json_problem
-from deploy.local.listener import VerifiedServer
-from deploy.local.memory import keep_freed_memory
-from deploy.local.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
-from deploy.local.metrics import ModelMetrics
-from deploy.local.platform import (
+from deploy.local.http import wire
+from deploy.local.http.connections import (
+    BODY,
+    CLOSING,
+    HEAD,
+    IDLE,
+    ConnectionGuard,
+    ConnectionLimits,
+)
+from deploy.local.http.json_limits import JsonScanner, json_problem
+from deploy.local.http.memory import keep_freed_memory
+from deploy.local.http.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from deploy.local.http.metrics import ModelMetrics
+from deploy.local.models.archive import DiskFullError
+from deploy.local.models.platform import (
     LoadedModel,
     LoadTimeoutError,
     ModelLoadError,
     ModelPlatform,
     ServerNotReadyError,
 )
-from deploy.local.store import ModelNotInStoreError
+from deploy.local.models.store import ModelNotInStoreError
+from deploy.local.triton.listener import VerifiedServer
 
 log = logging.getLogger(__name__)
 
@@ -460,7 +467,7 @@ class _RefusedError(Exception):
 class _Connection(asyncio.Protocol):
     """One client connection: requests are parsed and answered in order.
 
-    `phase` and `since` tell the connection guard (`deploy.local.connections`)
+    `phase` and `since` tell the connection guard (`deploy.local.http.connections`)
     what the connection waits for and since when. After a malformed, timed-out
     or oversized request the connection reads no more: the requests before it
     are answered first, then its error, then the connection closes.

@@ -1,10 +1,10 @@
 """The local endpoint in asynchronous mode: SageMaker's InvokeEndpointAsync here.
 
 The layout is the single-model one (every model of the repository behind the
-generated router, `deploy.local.single_model`), started the way the stock
+generated router, `deploy.local.modes.single_model`), started the way the stock
 SageMaker Triton image starts a single-model endpoint: explicit control mode
 with only the router loaded (`--load-model=router`); the router loads the
-models it routes to. Requests arrive through S3 (`deploy.local.async_invocations`);
+models it routes to. Requests arrive through S3 (`deploy.local.modes.async_invocations`);
 InvokeEndpoint is refused, as SageMaker refuses it on an asynchronous endpoint.
 The manifest it serves says `"hosting": "async"` and names the S3 prefixes.
 
@@ -36,18 +36,18 @@ from deploy.client import manifest as contract
 from deploy.errors import LocalEndpointError
 from deploy.hosting import asynchronous
 from deploy.hosting.router_model import DEFAULT_ROUTER_INSTANCES, ROUTER_NAME
-from deploy.local import wire
-from deploy.local.async_invocations import (
+from deploy.local.http import wire
+from deploy.local.http.frontend import FrontEnd, Reply, _Request
+from deploy.local.models.platform import ModelPlatform
+from deploy.local.modes.async_invocations import (
     DEFAULT_MAX_QUEUED,
     HEADERS,
     STOP_BUDGET_S,
     AsyncInvocations,
 )
-from deploy.local.endpoint import EndpointOptions
-from deploy.local.frontend import FrontEnd, Reply, _Request
-from deploy.local.platform import ModelPlatform
-from deploy.local.serve import prepare_record, record, serve_until_signal
-from deploy.local.single_model import SingleModelEndpoint, SingleModelFrontEnd
+from deploy.local.modes.endpoint import EndpointOptions
+from deploy.local.modes.serve import prepare_record, record, serve_until_signal
+from deploy.local.modes.single_model import SingleModelEndpoint, SingleModelFrontEnd
 from deploy.local.state import STATE_DIR
 
 log = logging.getLogger(__name__)
@@ -59,9 +59,9 @@ _ASYNC_SUFFIX = b"/async-invocations"
 def router_repository(location: str, scratch: Path) -> Path:
     """The repository to serve: `location` itself, or the models of a router-layout
     store (its manifest's one archive, downloaded if on S3, extracted under `scratch`)."""
-    from deploy.local.archive import extract_archive
-    from deploy.local.serve import is_store
-    from deploy.local.store import open_store
+    from deploy.local.models.archive import extract_archive
+    from deploy.local.models.store import open_store
+    from deploy.local.modes.serve import is_store
 
     if not is_store(location):
         return Path(location)

@@ -12,7 +12,7 @@ The user's repository is not modified: Triton gets a staging repository of
 links to the model folders plus the router, generated fresh at start. A python
 model with an execution environment (EXECUTION_ENV_PATH, which `deploy package`
 builds from requirements.txt) is copied instead, so that the stub of its
-environment's Python can be put beside it (`deploy.local.envs`).
+environment's Python can be put beside it (`deploy.local.triton.envs`).
 """
 
 from __future__ import annotations
@@ -36,13 +36,13 @@ from deploy.hosting.router_model import (
     stage_layout,
 )
 from deploy.hosting.single_model import MODE
-from deploy.local import wire
-from deploy.local.endpoint import EndpointOptions, LocalEndpoint
-from deploy.local.frontend import FrontEnd, Reply, UpstreamError, _Request, joined
-from deploy.local.platform import ModelPlatform
-from deploy.local.serve import prepare_record, record, serve_until_signal
+from deploy.local.http import wire
+from deploy.local.http.frontend import FrontEnd, Reply, UpstreamError, _Request, joined
+from deploy.local.models.platform import ModelPlatform
+from deploy.local.modes.endpoint import EndpointOptions, LocalEndpoint
+from deploy.local.modes.serve import prepare_record, record, serve_until_signal
 from deploy.local.state import STATE_DIR
-from deploy.local.supervisor import TritonSupervisor
+from deploy.local.triton.supervisor import TritonSupervisor
 
 MANIFEST_NAME = contract.MANIFEST_NAME
 
@@ -138,9 +138,9 @@ def stage_repository(
 
 def _prepare_environment(link: Path) -> None:
     """A python model with an execution environment: copied, with its Python's stub."""
-    from deploy.local.adapters import read_config
-    from deploy.local.envs import ENV_PARAMETER, prepare_environment_model
-    from deploy.local.triton import find_triton
+    from deploy.local.models.adapters import read_config
+    from deploy.local.triton.envs import ENV_PARAMETER, prepare_environment_model
+    from deploy.local.triton.install import find_triton
 
     config = read_config(link / "config.pbtxt")
     if config.backend != "python" or ENV_PARAMETER not in config.parameters:
