@@ -8,7 +8,8 @@
 
 The rooms are layered (an import-linter contract in pyproject.toml): modes
 use the front end, the front end serves the models, the models run on
-tritonserver; none imports a room above it.
+tritonserver; none imports a room above it. A mode plugs into the front end
+through the front end's public `Invoker` (`deploy.local.http.frontend`).
 
 Nothing here imports boto3, torch or onnxruntime at module level.
 """

@@ -43,7 +43,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from time import perf_counter
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote
 
 import httptools
@@ -408,6 +408,37 @@ class _Request:
         self.sent = 0  # a relayed answer's body size (for /metrics)
 
 
+# A request as a mode's `Invoker` sees it: read it, never keep it past the answer.
+Request = _Request
+
+
+class Invoker(Protocol):
+    """A hosting mode's InvokeEndpoint, and any operation of its own, on this front end.
+
+    The front end reads and bounds every request, answers /ping, /models, the
+    manifest and /metrics, and refuses an invocation whose JSON or custom
+    attributes tritonserver must not see; the rest is the invoker's. Without one
+    (`FrontEnd(invoker=None)`) invocations go to the multi-model platform. A front
+    end given an invoker serves every call through `FrontEnd.handle`: the hot path
+    and streamed bodies look TargetModels up in the multi-model platform.
+    """
+
+    # Request headers the mode reads, kept besides the front end's own.
+    headers: frozenset[bytes]
+
+    async def route(self, frontend: FrontEnd, request: Request, path: bytes) -> Reply | None:
+        """The answer to an operation of the mode's own at `path`; None: not one."""
+        ...
+
+    async def invoke(self, frontend: FrontEnd, request: Request, endpoint: str) -> Reply:
+        """Answer InvokeEndpoint on `endpoint` (the name in the request's path)."""
+        ...
+
+    async def close(self) -> None:
+        """The front end is closing: finish what the mode holds, while the loop runs."""
+        ...
+
+
 class _Stream:
     """A request body forwarded to tritonserver as it arrives.
 
@@ -766,9 +797,6 @@ class _Connection(asyncio.Protocol):
 class FrontEnd:
     """Routes requests to the platform and tritonserver; see the module docstring."""
 
-    # Request headers kept for routing; a subclass serving more operations adds its own.
-    kept_headers: frozenset[bytes] = _KEPT_HEADERS
-
     def __init__(
         self,
         platform: ModelPlatform,
@@ -782,8 +810,13 @@ class FrontEnd:
         log_path: str = "tritonserver.log",
         manifest: Callable[[], dict[str, Any] | None] = lambda: None,
         limits: ConnectionLimits | None = None,
+        invoker: Invoker | None = None,
     ) -> None:
         self.platform = platform
+        # The hosting mode's invocations (None: the multi-model platform's, `_invoke`).
+        self.invoker = invoker
+        # Request headers kept for routing: the front end's, and its mode's.
+        self.kept_headers = _KEPT_HEADERS | invoker.headers if invoker else _KEPT_HEADERS
         self.manifest = manifest
         self.server_ready = server_ready
         self.server_generation = server_generation
@@ -816,6 +849,8 @@ class FrontEnd:
         return int(self._server.sockets[0].getsockname()[1])
 
     async def close(self) -> None:
+        if self.invoker is not None:
+            await self.invoker.close()
         if self._server is not None:
             self._server.close()
         self.guard.stop()
@@ -831,13 +866,21 @@ class FrontEnd:
     # -- routing -------------------------------------------------------------
     async def handle(self, request: _Request) -> Reply:
         path = request.url.split(b"?", 1)[0]
+        invoker = self.invoker
+        if invoker is not None:
+            answer = await invoker.route(self, request, path)
+            if answer is not None:
+                return answer
         if path.startswith(b"/endpoints/") and path.endswith(b"/invocations"):
             if request.method != b"POST":
                 return wire.validation_error("InvokeEndpoint is a POST").encode()
             refused = self._refused(request)
             if refused is not None:
                 return refused.encode()
-            return await self._invoke(request, unquote(path[11:-12].decode("utf-8", "replace")))
+            endpoint = unquote(path[11:-12].decode("utf-8", "replace"))
+            if invoker is not None:
+                return await invoker.invoke(self, request, endpoint)
+            return await self._invoke(request, endpoint)
         if path == b"/ping":
             return (200, [], b"") if self.server_ready() else (503, [], b"")
         if path == b"/models" and request.method == b"GET":
@@ -989,6 +1032,8 @@ class FrontEnd:
 
     def forward_now(self, request: _Request, done: Callable[[_Request, Reply], None]) -> bool:
         """Forward a call to a loaded model without a task; False: use `handle`."""
+        if self.invoker is not None:
+            return False  # a mode's invocations go through `handle` (see `Invoker`)
         path = request.url
         raw_target = request.headers.get(_TARGET_HEADER)
         if (
@@ -1029,6 +1074,7 @@ class FrontEnd:
         raw_target = request.headers.get(_TARGET_HEADER)
         if (
             raw_target is None
+            or self.invoker is not None  # a mode's invocations are read whole
             or request.method != b"POST"
             or request.url != self._invocations_path
             or _CUSTOM_ATTRIBUTES in request.headers  # checked on the whole request

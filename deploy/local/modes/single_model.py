@@ -23,7 +23,6 @@ import shutil
 import tempfile
 import threading
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -37,7 +36,7 @@ from deploy.hosting.router_model import (
 )
 from deploy.hosting.single_model import MODE
 from deploy.local.http import wire
-from deploy.local.http.frontend import FrontEnd, Reply, UpstreamError, _Request, joined
+from deploy.local.http.frontend import FrontEnd, Reply, Request, UpstreamError, joined
 from deploy.local.models.platform import ModelPlatform
 from deploy.local.modes.endpoint import EndpointOptions, LocalEndpoint
 from deploy.local.modes.serve import prepare_record, record, serve_until_signal
@@ -83,19 +82,19 @@ class _Models:
         }
 
 
-class SingleModelFrontEnd(FrontEnd):
-    """InvokeEndpoint → Triton's `/invocations`; a TargetModel is refused, as on SageMaker."""
+class SingleModelInvoker:
+    """InvokeEndpoint → Triton's `/invocations`; a TargetModel is refused, as on SageMaker.
 
-    def forward_now(self, request: _Request, done: Callable[[_Request, Reply], None]) -> bool:
-        # The multi-model hot path looks TargetModels up in the platform; here
-        # there is none, so every request takes `handle` (and `_invoke` below).
-        return False
+    The front end's `Invoker` for this mode: there is no multi-model platform, so
+    every call is read whole and forwarded to the router."""
 
-    def stream(self, request: _Request) -> None:
-        return None  # bodies are read whole (see forward_now)
+    headers: frozenset[bytes] = frozenset()
 
-    async def _invoke(self, request: _Request, endpoint: str) -> Reply:
-        if endpoint != self.endpoint_name:
+    async def route(self, frontend: FrontEnd, request: Request, path: bytes) -> Reply | None:
+        return None  # no operation of its own
+
+    async def invoke(self, frontend: FrontEnd, request: Request, endpoint: str) -> Reply:
+        if endpoint != frontend.endpoint_name:
             return wire.validation_error(
                 f"Endpoint {endpoint} of account {wire.LOCAL_ACCOUNT} not found."
             ).encode()
@@ -105,9 +104,9 @@ class SingleModelFrontEnd(FrontEnd):
                 "name the model in the request parameter target_model"
             ).encode()
         if request.too_large:
-            return wire.payload_too_large(self.max_payload)
+            return wire.payload_too_large(frontend.max_payload)
         try:
-            status, content_type, body = await self.upstream.request(
+            status, content_type, body = await frontend.upstream.request(
                 "/invocations", "", request.headers, request.body, request.size
             )
         except UpstreamError as exc:
@@ -123,7 +122,10 @@ class SingleModelFrontEnd(FrontEnd):
                 body,
             )
         message = wire.triton_error_message(joined(body)) or wire.reason(status)
-        return wire.model_error(ROUTER_NAME, status, message, self.log_stream).encode()
+        return wire.model_error(ROUTER_NAME, status, message, frontend.log_stream).encode()
+
+    async def close(self) -> None:
+        return None  # nothing of its own to finish
 
 
 def stage_repository(
@@ -193,7 +195,7 @@ class SingleModelEndpoint(LocalEndpoint):
             clients=self.options.triton_clients,
         )
         self.models = _Models(self.supervisor, self.manifest)
-        self.frontend = SingleModelFrontEnd(
+        self.frontend = FrontEnd(
             cast(ModelPlatform, self.models),
             lambda: self.supervisor.ready,
             endpoint_name=self.options.endpoint_name,
@@ -202,6 +204,7 @@ class SingleModelEndpoint(LocalEndpoint):
             log_path=str(self.supervisor.log_path),
             manifest=lambda: self.manifest,
             limits=self.options.connection_limits,
+            invoker=SingleModelInvoker(),
         )
         self.port = 0
         self._loop = None
