@@ -24,7 +24,7 @@ $(STAMPS)/venv: pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e ".[async,local,infra,dev]"
 	$(PY) -m pip install -q --no-deps "nvidia-pytriton==0.7.0"
 	# Its python-backend stub is built against numpy 1.x (empty outputs with numpy 2);
-	# tritonserver runs in this folder, first on the stub's sys.path (deploy/local/triton.py).
+	# tritonserver runs in this folder, first on the stub's sys.path (deploy/local/triton/install.py).
 	$(PY) -m pip install -q --no-deps --upgrade --target $(VENV)/triton-stub-site "numpy<2"
 	touch $@
 

@@ -160,7 +160,7 @@ def targets(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 def endpoint_overhead(store: str | None, calls: int) -> dict[str, Any]:
     try:
-        from deploy.local.endpoint import LocalEndpoint
+        from deploy.local.modes.endpoint import LocalEndpoint
     except ImportError as exc:
         return {"measured": False, "why": f"the local endpoint is not available: {exc}"}
     with tempfile.TemporaryDirectory(prefix="bench-codec-") as scratch:

@@ -64,7 +64,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from deploy.client import decode, encode  # noqa: E402
-from deploy.local.endpoint import EndpointOptions, LocalEndpoint  # noqa: E402
+from deploy.local.modes.endpoint import EndpointOptions, LocalEndpoint  # noqa: E402
 from deploy.packaging import package_repository  # noqa: E402
 
 MAX_BATCH = 64

@@ -13,7 +13,7 @@ Prints one JSON document. In this same run it measures:
   added p50 at concurrency 1.
 - `cold_load`: first invocation of a ~500 MB model (fetch + sha256 + safe
   extraction + Triton load + the call) against the time to extract its
-  archive alone (`deploy.local.archive.extract_archive`, and `tar -xzf`),
+  archive alone (`deploy.local.models.archive.extract_archive`, and `tar -xzf`),
   for a model that reads all its weights in `initialize` and for one that
   memory-maps them. Target: cold load ≤ 1.5× the extract time.
 - CPU per request of the client, the front-end process and tritonserver
@@ -65,8 +65,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from deploy.local.archive import extract_archive  # noqa: E402
-from deploy.local.supervisor import free_port  # noqa: E402
+from deploy.local.models.archive import extract_archive  # noqa: E402
+from deploy.local.triton.supervisor import free_port  # noqa: E402
 
 CONTENT_TYPE = "application/vnd.sagemaker-triton.binary+json;json-header-size={}"
 

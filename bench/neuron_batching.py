@@ -40,8 +40,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from deploy.client import Endpoint  # noqa: E402
-from deploy.local.endpoint import EndpointOptions  # noqa: E402
-from deploy.local.single_model import SingleModelEndpoint  # noqa: E402
+from deploy.local.modes.endpoint import EndpointOptions  # noqa: E402
+from deploy.local.modes.single_model import SingleModelEndpoint  # noqa: E402
 from deploy.neuron.generate import generate_model  # noqa: E402
 from deploy.neuron.spec import build_spec  # noqa: E402
 

@@ -1,6 +1,6 @@
 """An exclusive lock on a file in a cache folder, for caches several processes fill.
 
-The tritonserver wheel cache (`deploy.local.triton_wheel`) and the front door's
+The tritonserver wheel cache (`deploy.local.triton.wheel`) and the front door's
 Lambda asset cache (`deploy_infra.lambda_bundle`) are each written once by
 whichever `deploy` process comes first; the others wait on this lock. `flock`
 is released by the kernel when a process dies, so a crash leaves no stale lock.

@@ -72,7 +72,7 @@ def describe(value: np.ndarray) -> str:
 def run(repository: Path, store: Path) -> list[dict[str, Any]]:
     from deploy.client import Endpoint
     from deploy.client.manifest import MANIFEST_NAME
-    from deploy.local.endpoint import LocalEndpoint
+    from deploy.local.modes.endpoint import LocalEndpoint
     from deploy.packaging import package_repository, read_manifest
 
     package_repository(repository, store)

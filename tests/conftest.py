@@ -35,7 +35,7 @@ class LocalEndpointHandle:
     endpoint_name: str
     store_dir: Path  # the package folder with manifest.json
     manifest: dict[str, Any]  # parsed manifest.json ({} without packaging)
-    endpoint: Any  # the deploy.local.endpoint.LocalEndpoint itself
+    endpoint: Any  # the deploy.local.modes.endpoint.LocalEndpoint itself
 
     def target_model(self, name: str) -> str:
         return str(self.manifest["models"][name]["target_model"])
@@ -55,7 +55,7 @@ def _package_examples(store: Path) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def local_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEndpointHandle]:
-    from deploy.local.endpoint import EndpointOptions, LocalEndpoint
+    from deploy.local.modes.endpoint import EndpointOptions, LocalEndpoint
 
     root = tmp_path_factory.mktemp("local-endpoint")
     store = root / "store"
@@ -102,7 +102,7 @@ def triton_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import subprocess
     import sys
 
-    from deploy.local.triton_wheel import download_command, this_target
+    from deploy.local.triton.wheel import download_command, this_target
 
     folder = tmp_path_factory.mktemp("triton-wheels")
     command = shlex.split(download_command(this_target(), dest=str(folder)))
@@ -119,7 +119,7 @@ def triton_cache_home(triton_wheels: Path, tmp_path_factory: pytest.TempPathFact
     for a `deploy serve` that runs the cached tritonserver, as an installed
     `deploy` does.
     """
-    from deploy.local.triton_wheel import ensure_cached
+    from deploy.local.triton.wheel import ensure_cached
 
     home = tmp_path_factory.mktemp("xdg-cache")
     with pytest.MonkeyPatch.context() as patch:

@@ -1,7 +1,7 @@
 """Whether torch reaches the GPU from inside deploy's box (run on a GPU machine).
 
 Runs `torch.cuda.init()` in a child: without the box, in the box the
-python-backend stub gets (deploy.local.triton.STUB_LIMITS, scope off), and in
+python-backend stub gets (deploy.local.triton.install.STUB_LIMITS, scope off), and in
 that box less the write right on /proc/self, which the CUDA driver needs (on an
 H100 machine: cudaGetDeviceCount error 304 without it).
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from deploy import box
 from deploy.box.environment import scrubbed_environment
-from deploy.local.triton import STUB_LIMITS
+from deploy.local.triton.install import STUB_LIMITS
 
 CODE = (
     "import torch\n"

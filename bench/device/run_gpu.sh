@@ -16,7 +16,7 @@ tar -xJf "$carry/src.tar.xz" -C "$base"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
   --target "$base/site" "$carry"/wheels/*.whl
 tar -xJf "$carry/triton.tar.xz" -C "$base/site"  # pytriton/, nvidia_pytriton.libs/, triton-stub-site/
-# deploy.local.triton looks for the stub's numpy<2 beside the running Python's prefix.
+# deploy.local.triton.install looks for the stub's numpy<2 beside the running Python's prefix.
 prefix=$(python3 -c 'import sys; print(sys.prefix)')
 rm -rf "$prefix/triton-stub-site"
 mv "$base/site/triton-stub-site" "$prefix/triton-stub-site"

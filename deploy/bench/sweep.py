@@ -326,7 +326,7 @@ def run_sweep(
     from deploy.bench.inputs import generate_inputs
     from deploy.bench.target import Target
     from deploy.client import Manifest
-    from deploy.local.endpoint import EndpointOptions, LocalEndpoint
+    from deploy.local.modes.endpoint import EndpointOptions, LocalEndpoint
 
     if not axes:
         raise BenchError("nothing to sweep", fix="pass --sweep KEY=V1,V2")

@@ -47,7 +47,7 @@ def emulate(
     require("emulate")
     require("local")
     from deploy.lifecycle.emulator import emulated_aws
-    from deploy.local.triton import prepare_runtime
+    from deploy.local.triton.install import prepare_runtime
 
     prepare_runtime()
     stop = threading.Event()

@@ -180,7 +180,7 @@ def _up_local(
         from deploy.extras import require
 
         require("local")  # before packaging: the endpoint it starts needs it
-        from deploy.local.triton import prepare_runtime
+        from deploy.local.triton.install import prepare_runtime
 
         prepare_runtime()  # the C compiler, then tritonserver (fetched here, on first use)
     from deploy.cli.output import console, emit_json, interactive

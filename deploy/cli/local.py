@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from deploy.cli.flags import NoRepoCodeOption, repository_code
-from deploy.local.connections import ConnectionLimits
+from deploy.local.http.connections import ConnectionLimits
 from deploy.local.state import STATE_DIR
 
 if TYPE_CHECKING:
-    from deploy.local.guard import Clients
+    from deploy.local.triton.guard import Clients
 
 
 def register(app: typer.Typer) -> None:
@@ -186,8 +186,8 @@ def serve(
     from deploy.extras import require
 
     require("local")
-    from deploy.local.endpoint import EndpointOptions
-    from deploy.local.serve import is_store
+    from deploy.local.modes.endpoint import EndpointOptions
+    from deploy.local.modes.serve import is_store
 
     if profile is not None:
         if not store.startswith("s3://"):
@@ -242,7 +242,7 @@ def serve(
             "is a repository",
         )
 
-    from deploy.local.triton import prepare_runtime
+    from deploy.local.triton.install import prepare_runtime
 
     prepare_runtime()  # the C compiler, then tritonserver (fetched on first use)
     logging.basicConfig(
@@ -269,7 +269,7 @@ def serve(
         ),
         triton_clients=_clients(triton_clients),
     )
-    from deploy.local.modes import ServeRequest, serve_mode
+    from deploy.local.modes.registry import ServeRequest, serve_mode
 
     serve_mode(
         hosting,
@@ -306,8 +306,8 @@ def fetch_triton(
 ) -> None:
     """Prepare `deploy serve` once: tritonserver (fetched into ~/.cache/deploy), the port guard."""
     from deploy.cli.output import console, emit_json
-    from deploy.local.guard import guard_library
-    from deploy.local.triton import prepare_runtime
+    from deploy.local.triton.guard import guard_library
+    from deploy.local.triton.install import prepare_runtime
 
     install = prepare_runtime(source=source)
     found = {

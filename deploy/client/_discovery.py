@@ -46,7 +46,7 @@ from deploy.client.manifest import MAX_MANIFEST_BYTES
 # Where the local endpoint (`deploy serve`) serves its store's manifest; SageMaker's
 # runtime has no such path, so elsewhere the GET simply fails and names stay unresolved.
 ENDPOINT_MANIFEST_PATH = "/deploy/manifest.json"
-# ...and names itself in this header of that answer (deploy/local/wire.py sends it).
+# ...and names itself in this header of that answer (deploy/local/http/wire.py sends it).
 ENDPOINT_NAME_HEADER = "X-Deploy-Endpoint-Name"
 # How long discovery may take when the caller gives no deadline.
 DEFAULT_DISCOVERY_TIMEOUT = 10.0

@@ -14,7 +14,7 @@ A mode is composed of parts, not subclassed:
   applies, and `network`: whether the endpoint runs in the stage's VPC (the
   network stack);
 - `local`: how `deploy serve` and `deploy up --local` run the mode on this machine
-  (`deploy.local.modes` maps its key to the endpoint), or None where they cannot;
+  (`deploy.local.modes.registry` maps its key to the endpoint), or None where they cannot;
 - `max_payload` (`deploy.hosting.limits`), `scales_to_zero`, `async_lane`,
   `model_canaries`: the
   SageMaker facts other layers ask the mode instead of comparing its name;
@@ -87,7 +87,7 @@ def instance_capacity(settings: DeploySettings) -> InfraSpec:
 class LocalServing:
     """How the local endpoint runs a mode: `deploy serve --hosting NAME`, `deploy up --local`."""
 
-    endpoint: str  # the key of its local endpoint (`deploy.local.modes.SERVERS`)
+    endpoint: str  # the key of its local endpoint (`deploy.local.modes.registry.SERVERS`)
     # One archive behind the router serves every model: none is evicted, and a
     # repository is staged, not packaged (--max-loaded-*, --package-dir do not apply).
     router: bool = False

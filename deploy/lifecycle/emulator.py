@@ -150,7 +150,7 @@ def emulated_aws(
 ) -> Iterator[EmulatedAws]:
     """Both planes, started; the variables are also set in this process (the data
     plane reads its store from moto's S3 through them)."""
-    from deploy.local.endpoint import EndpointOptions, LocalEndpoint
+    from deploy.local.modes.endpoint import EndpointOptions, LocalEndpoint
 
     with control_plane(host, port) as url:
         prepare_control_plane(url, region)

@@ -43,7 +43,8 @@ from deploy.lifecycle.provider import (
     Reporter,
     UploadOutcome,
 )
-from deploy.local import metrics
+from deploy.local.http import metrics
+from deploy.local.http.wire import MANIFEST_ROUTE
 from deploy.local.state import (
     LOCAL_HOST,
     STATE_DIR,
@@ -56,8 +57,7 @@ from deploy.local.state import (
     triton_log_path,
     write_state,
 )
-from deploy.local.supervisor import free_port
-from deploy.local.wire import MANIFEST_ROUTE
+from deploy.local.triton.supervisor import free_port
 
 
 def _get(url: str, path: str, timeout: float = 2.0) -> tuple[int, bytes]:
@@ -341,7 +341,7 @@ class LocalProvider:
 
     def _extracted(self) -> Path:
         """The router archive extracted under `served/` (once); older ones removed."""
-        from deploy.local.archive import extract_archive
+        from deploy.local.models.archive import extract_archive
 
         served = self._served()
         if not served.is_dir():

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from deploy.cli import app
 from deploy.client.codec import encode_input, encode_response
-from deploy.local.wire import AwsErrorReply
+from deploy.local.http.wire import AwsErrorReply
 from tests.conftest import LocalEndpointHandle
 
 pytestmark = [pytest.mark.triton, pytest.mark.slow]

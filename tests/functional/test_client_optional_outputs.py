@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from deploy.client import Endpoint, ResponseFormatError
-from deploy.local.endpoint import EndpointOptions, LocalEndpoint
+from deploy.local.modes.endpoint import EndpointOptions, LocalEndpoint
 from deploy.packaging import package_repository
 
 pytestmark = [pytest.mark.triton, pytest.mark.slow]

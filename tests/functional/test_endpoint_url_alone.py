@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from deploy.cli import app
 from deploy.client import Endpoint, EndpointError, endpoint_name_at
-from deploy.local.wire import ENDPOINT_NAME_HEADER
+from deploy.local.http.wire import ENDPOINT_NAME_HEADER
 from tests.conftest import LocalEndpointHandle
 
 pytestmark = [pytest.mark.triton, pytest.mark.slow]

@@ -135,7 +135,7 @@ def test_pip_options_are_refused(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, Any], Path]]:
-    from deploy.local.endpoint import EndpointOptions, LocalEndpoint
+    from deploy.local.modes.endpoint import EndpointOptions, LocalEndpoint
 
     root = tmp_path_factory.mktemp("envs")
     repo = root / "repo"

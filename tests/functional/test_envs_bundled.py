@@ -34,7 +34,7 @@ import numpy as np
 import pytest
 
 from deploy.catalogue.images import DEFAULT_TRITON_VERSION, image_python
-from deploy.local.endpoint import EndpointOptions, LocalEndpoint
+from deploy.local.modes.endpoint import EndpointOptions, LocalEndpoint
 from deploy.packaging import package_repository
 from deploy.packaging.bundles import BUNDLES_KEY
 from tests.conftest import EXAMPLES

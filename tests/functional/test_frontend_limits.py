@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from deploy.local.supervisor import free_port
+from deploy.local.triton.supervisor import free_port
 from tests.functional.local_models import encode, invoke, runtime_client
 
 pytestmark = [pytest.mark.triton, pytest.mark.slow]

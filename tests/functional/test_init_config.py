@@ -207,7 +207,7 @@ def test_a_config_that_fails_the_check_is_not_kept(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, Any], Path]]:
-    from deploy.local.endpoint import EndpointOptions, LocalEndpoint
+    from deploy.local.modes.endpoint import EndpointOptions, LocalEndpoint
     from deploy.packaging import package_repository
 
     root = tmp_path_factory.mktemp("init-config")

@@ -48,8 +48,8 @@ def aws(moto_server: str) -> Iterator[str]:
 def test_up_provisions_smokes_through_s3_and_publishes_the_prefixes(
     aws: str, tmp_path: Path
 ) -> None:
-    from deploy.local.async_endpoint import AsyncLocalEndpoint
-    from deploy.local.endpoint import EndpointOptions
+    from deploy.local.modes.async_endpoint import AsyncLocalEndpoint
+    from deploy.local.modes.endpoint import EndpointOptions
 
     repo = tmp_path / "repository"
     shutil.copytree(FIXTURES / "bytestats", repo / "bytestats")

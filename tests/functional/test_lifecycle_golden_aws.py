@@ -39,7 +39,7 @@ X = np.arange(4, dtype=np.float32).reshape(1, 4)
 
 @pytest.fixture(scope="module")
 def data_plane(moto_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from deploy.local.endpoint import EndpointOptions, LocalEndpoint
+    from deploy.local.modes.endpoint import EndpointOptions, LocalEndpoint
 
     with aws_environment(moto_server), pytest.MonkeyPatch.context() as patch:
         patch.setenv("DEPLOY_INFRA__API", "false")

@@ -193,8 +193,8 @@ class DataPlane:
     """A local single-model endpoint over an extracted archive (SageMaker's /opt/ml/model)."""
 
     def __init__(self, archive: Path, root: Path, name: str) -> None:
-        from deploy.local.endpoint import EndpointOptions
-        from deploy.local.single_model import SingleModelEndpoint
+        from deploy.local.modes.endpoint import EndpointOptions
+        from deploy.local.modes.single_model import SingleModelEndpoint
 
         extracted = root / "opt-ml-model"
         with tarfile.open(archive) as tar:

@@ -53,7 +53,7 @@ def aws(moto_server: str) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def data_plane(aws: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A local endpoint serving the stage's S3 model store (what SageMaker would read)."""
-    from deploy.local.endpoint import EndpointOptions, LocalEndpoint
+    from deploy.local.modes.endpoint import EndpointOptions, LocalEndpoint
 
     work = tmp_path_factory.mktemp("e2e-data-plane")
     endpoint = LocalEndpoint(

@@ -15,7 +15,7 @@ import pytest
 from google.protobuf import text_format
 
 from deploy.errors import LocalEndpointError
-from deploy.local.adapters import adapt_folder, read_config
+from deploy.local.models.adapters import adapt_folder, read_config
 from deploy.repository import COMPLETED_CONFIG_HEADER
 from deploy.repository.schema import model_config_pb2 as mc
 from tests.functional.local_models import folder_files, invoke, runtime_client, write_archive

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from deploy.errors import LocalEndpointError
-from deploy.local.archive import extract_archive
+from deploy.local.models.archive import extract_archive
 from tests.functional.local_models import add_file, addsub_files, write_archive
 
 

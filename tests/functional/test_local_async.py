@@ -85,8 +85,8 @@ class Served:
 
 @pytest.fixture(scope="module")
 def served(moto_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    from deploy.local.async_endpoint import AsyncLocalEndpoint
-    from deploy.local.endpoint import EndpointOptions
+    from deploy.local.modes.async_endpoint import AsyncLocalEndpoint
+    from deploy.local.modes.endpoint import EndpointOptions
 
     repository = tmp_path_factory.mktemp("async-repo")
     for model in ("bytestats", "sleepy"):

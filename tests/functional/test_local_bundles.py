@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from botocore.exceptions import ClientError
 
-from deploy.local.endpoint import EndpointOptions, LocalEndpoint
+from deploy.local.modes.endpoint import EndpointOptions, LocalEndpoint
 from deploy.packaging import package_repository
 from tests.conftest import EXAMPLES
 from tests.functional.local_models import invoke, runtime_client

@@ -71,7 +71,7 @@ def test_serve_refuses_a_folder_that_is_no_store(tmp_path: Path) -> None:
 
 
 def test_serve_packages_a_repository_given_as_store(tmp_path: Path) -> None:
-    from deploy.local.serve import resolve_store
+    from deploy.local.modes.serve import resolve_store
 
     store = Path(resolve_store(str(EXAMPLES), package_dir=tmp_path / "store"))
     manifest = json.loads((store / "manifest.json").read_text())
@@ -84,7 +84,7 @@ def test_serve_accepts_a_repository_of_python_models_without_config_files(
     tmp_path: Path,
 ) -> None:
     # python_backend's auto_complete example: model.py completes each config.
-    from deploy.local.serve import resolve_store
+    from deploy.local.modes.serve import resolve_store
 
     repo = Path(__file__).resolve().parents[1] / "corpus" / "repos" / "pb_auto_complete"
     assert not list(repo.glob("*/config.pbtxt"))

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from deploy.local.endpoint import EndpointOptions, LocalEndpoint
-from deploy.local.platform import LoadTimeoutError
+from deploy.local.models.platform import LoadTimeoutError
+from deploy.local.modes.endpoint import EndpointOptions, LocalEndpoint
 from tests.functional.local_models import addsub_files, encode, write_archive
 
 pytestmark = [pytest.mark.triton, pytest.mark.slow]

@@ -2,7 +2,7 @@
 
 GIVEN archives built to escape the extraction folder, exhaust the disk or
 slip past the digest check
-WHEN `deploy.local.archive.extract_archive` (what the endpoint runs on a
+WHEN `deploy.local.models.archive.extract_archive` (what the endpoint runs on a
 first invocation) extracts them
 THEN each is refused with a message naming the member, and no file appears
 outside the folder, whether or not the archive's sha256 matches.
@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from deploy.errors import LocalEndpointError
-from deploy.local.archive import extract_archive
+from deploy.local.models.archive import extract_archive
 from tests.functional.local_models import addsub_files, write_archive
 
 GOOD = addsub_files("m")
@@ -164,7 +164,7 @@ def _extract_on_small_disk(tmp_path: Path, archive: Path, *, max_bytes: int) -> 
         f"""
         import os, sys
         from pathlib import Path
-        from deploy.local.archive import extract_archive
+        from deploy.local.models.archive import extract_archive
         from deploy.errors import LocalEndpointError
         try:
             extract_archive(Path({str(archive)!r}), Path({str(disk)!r}) / "h" / "model",

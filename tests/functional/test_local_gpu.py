@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from deploy.local.adapters import cuda_device_count
+from deploy.local.models.adapters import cuda_device_count
 from tests.functional.local_models import folder_files, invoke, runtime_client, write_archive
 from tests.functional.test_local_adapters import torchscript_model
 

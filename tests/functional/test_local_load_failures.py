@@ -124,7 +124,7 @@ def test_a_long_target_model_is_a_client_error_or_answers(local_endpoint: Any) -
 def test_a_long_target_model_loads_from_s3(
     moto_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from deploy.local.endpoint import LocalEndpoint
+    from deploy.local.modes.endpoint import LocalEndpoint
 
     monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")

@@ -209,7 +209,7 @@ def test_the_endpoint_serves_its_manifest(local_endpoint: Any) -> None:
     import urllib.request
 
     from deploy.client._core import ENDPOINT_MANIFEST_PATH
-    from deploy.local.wire import MANIFEST_ROUTE
+    from deploy.local.http.wire import MANIFEST_ROUTE
 
     assert ENDPOINT_MANIFEST_PATH == MANIFEST_ROUTE  # the SDK keeps its own copy
     with urllib.request.urlopen(local_endpoint.url + MANIFEST_ROUTE, timeout=10) as response:

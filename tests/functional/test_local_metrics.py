@@ -19,7 +19,7 @@ from botocore.exceptions import ClientError
 from typer.testing import CliRunner
 
 from deploy.cli import app
-from deploy.local import metrics
+from deploy.local.http import metrics
 from tests.conftest import EXAMPLES
 from tests.functional.local_models import decode, encode, runtime_client
 

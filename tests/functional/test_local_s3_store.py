@@ -9,7 +9,7 @@ import boto3
 import numpy as np
 import pytest
 
-from deploy.local.endpoint import LocalEndpoint
+from deploy.local.modes.endpoint import LocalEndpoint
 from tests.functional.local_models import addsub_files, invoke, runtime_client, write_archive
 
 pytestmark = [pytest.mark.triton, pytest.mark.moto, pytest.mark.slow]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from deploy.errors import LocalEndpointError
-from deploy.local.supervisor import TritonSupervisor, ping
+from deploy.local.triton.supervisor import TritonSupervisor, ping
 
 pytestmark = [pytest.mark.triton]
 
@@ -88,7 +88,7 @@ def test_tritonserver_dies_with_its_parent(tmp_path: Path) -> None:
         f"""
         import sys, time
         from pathlib import Path
-        from deploy.local.supervisor import TritonSupervisor
+        from deploy.local.triton.supervisor import TritonSupervisor
         supervisor = TritonSupervisor(Path({str(tmp_path)!r}))
         supervisor.start()
         print(supervisor.pid, flush=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from deploy.local.supervisor import TritonSupervisor, ping
+from deploy.local.triton.supervisor import TritonSupervisor, ping
 from tests.functional.local_models import addsub_files, write_folder
 
 pytestmark = [pytest.mark.triton, pytest.mark.slow]

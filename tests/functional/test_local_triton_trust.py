@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from deploy.local.endpoint import EndpointOptions, LocalEndpoint
-from deploy.local.listener import Holder, holder, listeners
-from deploy.local.supervisor import TritonSupervisor, free_port, ping
+from deploy.local.modes.endpoint import EndpointOptions, LocalEndpoint
+from deploy.local.triton.listener import Holder, holder, listeners
+from deploy.local.triton.supervisor import TritonSupervisor, free_port, ping
 from tests.functional.local_models import (
     addsub_files,
     invoke,
@@ -142,7 +142,7 @@ def test_listener_of_another_user_is_not_the_childs(squatted_port: Squatter) -> 
 # Run as the other user: its own child listens; the checks need no privilege.
 CHECK_AS_USER = r"""
 import os, signal, socket, time
-from deploy.local.listener import holder
+from deploy.local.triton.listener import holder
 ready, tell = os.pipe()
 child = os.fork()
 if child == 0:

@@ -229,8 +229,8 @@ def _flags(arguments: list[str]) -> set[str]:
 
 
 def test_image_serve_script_starts_triton_like_the_local_single_model_mode(tmp_path: Path) -> None:
-    from deploy.local.single_model import SingleModelSupervisor
-    from deploy.local.triton import find_triton
+    from deploy.local.modes.single_model import SingleModelSupervisor
+    from deploy.local.triton.install import find_triton
 
     serve = NEURON_DIR / "serve"
     subprocess.run(["bash", "-n", str(serve)], check=True)

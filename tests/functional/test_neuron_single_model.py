@@ -43,8 +43,8 @@ def repository(compiled: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
 
 @pytest.fixture(scope="module")
 def endpoint(repository: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from deploy.local.endpoint import EndpointOptions
-    from deploy.local.single_model import SingleModelEndpoint
+    from deploy.local.modes.endpoint import EndpointOptions
+    from deploy.local.modes.single_model import SingleModelEndpoint
 
     # verbose: the generated model logs each concatenated batch at verbose level.
     options = EndpointOptions(endpoint_name="inf1-local", verbose=True)
@@ -197,8 +197,8 @@ def test_the_image_serve_script_serves_the_layout(
     import tritonclient.http as triton_http
 
     from deploy.hosting.router_archive import package_single_model
-    from deploy.local.supervisor import free_port, ping
-    from deploy.local.triton import find_triton, prepare_backends, triton_environment
+    from deploy.local.triton.install import find_triton, prepare_backends, triton_environment
+    from deploy.local.triton.supervisor import free_port, ping
 
     install = find_triton()
     # As SageMaker does: the single-model archive extracted into /opt/ml/model.
@@ -288,7 +288,7 @@ def test_deploy_serve_single_model_command(repository: Path, tmp_path: Path) -> 
 
     from deploy.client import Endpoint
     from deploy.hosting.router_model import write_manifest
-    from deploy.local.supervisor import free_port, ping
+    from deploy.local.triton.supervisor import free_port, ping
 
     port = free_port()
     log = tmp_path / "serve.log"

@@ -38,7 +38,7 @@ RNG = np.random.default_rng(3)
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, Any]]]:
-    from deploy.local.endpoint import EndpointOptions, LocalEndpoint
+    from deploy.local.modes.endpoint import EndpointOptions, LocalEndpoint
     from deploy.packaging import package_repository
 
     root = tmp_path_factory.mktemp("pytriton")

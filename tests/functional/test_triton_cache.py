@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from deploy.errors import LocalEndpointError
-from deploy.local.triton_wheel import (
+from deploy.local.triton.wheel import (
     WHEELS_ENV,
     cache_dir,
     cached,
@@ -158,7 +158,7 @@ def test_a_missing_c_compiler_is_named_before_anything_is_fetched(tmp_path: Path
 
 
 def test_this_virtualenvs_install_is_preferred_when_present() -> None:
-    from deploy.local.triton import find_triton
+    from deploy.local.triton.install import find_triton
 
     install = find_triton(fetch=False)
     assert Path(sys.prefix) in install.stub_site.parents
@@ -254,7 +254,7 @@ def test_a_cache_folder_this_user_cannot_write_is_named() -> None:
     home = Path(tempfile.mkdtemp(prefix="root-owned-"))  # outside pytest's 0700 folder
     home.chmod(0o755)
     code = (
-        "from deploy.local.triton_wheel import ensure_cached\n"
+        "from deploy.local.triton.wheel import ensure_cached\n"
         "from deploy.errors import DeployError\n"
         "try:\n    ensure_cached()\nexcept DeployError as exc:\n    print(exc)\n"
     )

@@ -1,4 +1,4 @@
-"""`deploy.local.json_limits`: the nesting depth Triton would recurse to, and which
+"""`deploy.local.http.json_limits`: the nesting depth Triton would recurse to, and which
 bytes of a request it parses as JSON."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deploy.local.json_limits import (
+from deploy.local.http.json_limits import (
     BINARY_JSON,
     JsonScanner,
     deeper_than,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from deploy.errors import ConfigError
-from deploy.local.async_invocations import input_prefix
+from deploy.local.modes.async_invocations import input_prefix
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """The local endpoint's metrics text: Prometheus exposition format 0.0.4, read back.
 
-The format is written by hand (deploy/local/metrics.py), so these tests hold it
+The format is written by hand (deploy/local/http/metrics.py), so these tests hold it
 to the format's rules: HELP/TYPE before each family's samples, label values
 escaped, cumulative buckets ending in +Inf equal to _count, and `parse` refusing
 what is not the format.
@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from deploy.local import metrics
+from deploy.local.http import metrics
 
 # A sample line of the text format: name, optional {label="value",...}, a float.
 _LINE = re.compile(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from deploy.local.serve import store_for
+from deploy.local.modes.serve import store_for
 from deploy.local.state import LocalState, read_state, remove_state, rotate_log, write_state
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "model_packages" / "examples"

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from deploy.errors import RepositoryError
-from deploy.local.triton import find_triton
+from deploy.local.triton.install import find_triton
 from deploy.repository import LoadProblem, completed_config, config_json, load_model, parse_config
 from deploy.repository.sandbox import triton_python_backend_utils as standin
 from deploy.repository.sandbox.triton_python_backend_utils import ModelConfig

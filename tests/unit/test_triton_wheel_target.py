@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from deploy.errors import LocalEndpointError
-from deploy.local.triton_wheel import target_for
+from deploy.local.triton.wheel import target_for
 
 
 def test_linux_x86_64_cpython_3_11_gets_both_pinned_wheels() -> None:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from deploy.cli import app
-from deploy.local.store import check_target_model
+from deploy.local.models.store import check_target_model
 from deploy.repository.names import model_name_problem, target_model_problem
 from deploy.validation import validate_repository
 

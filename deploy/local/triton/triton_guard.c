@@ -1,5 +1,5 @@
 /*
- * Preloaded into tritonserver by deploy/local/guard.py (LD_PRELOAD).
+ * Preloaded into tritonserver by deploy/local/triton/guard.py (LD_PRELOAD).
  *
  * Triton 2.51 binds its SageMaker port to 0.0.0.0 and has no option to change
  * it, and that port loads any local folder as a model (`POST /models`). This

@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from deploy.errors import LocalEndpointError
-from deploy.local import wire
-from deploy.local.archive import DEFAULT_MAX_EXTRACTED_BYTES
-from deploy.local.connections import ConnectionLimits
-from deploy.local.frontend import FrontEnd
-from deploy.local.guard import Clients
-from deploy.local.platform import ModelPlatform
-from deploy.local.store import open_store
-from deploy.local.supervisor import TritonSupervisor
+from deploy.local.http import wire
+from deploy.local.http.connections import ConnectionLimits
+from deploy.local.http.frontend import FrontEnd
+from deploy.local.models.archive import DEFAULT_MAX_EXTRACTED_BYTES
+from deploy.local.models.platform import ModelPlatform
+from deploy.local.models.store import open_store
+from deploy.local.triton.guard import Clients
+from deploy.local.triton.supervisor import TritonSupervisor
 
 log = logging.getLogger(__name__)
 

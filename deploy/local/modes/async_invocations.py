@@ -21,7 +21,7 @@ The endpoint is as strict as the real-time one:
 - InputLocation must lie under the endpoint's input prefix or another prefix
   it was given (`deploy serve --async-input`), as the stack's execution role
   allows reads only there; anything else is a 400 naming the allowed prefixes.
-- The input's JSON passes the real-time limits (`deploy.local.json_limits`)
+- The input's JSON passes the real-time limits (`deploy.local.http.json_limits`)
   while it streams: each chunk is judged before Triton gets it, and a body
   too deep, or a json-header-size outside it, fails the request.
 - At most `max_queued` requests are queued or running; beyond them the call
@@ -67,9 +67,9 @@ from deploy.async_inference.layout import (
 )
 from deploy.errors import ConfigError
 from deploy.hosting.limits import ASYNC_MAX_PAYLOAD
-from deploy.local import wire
-from deploy.local.json_limits import MAX_JSON_DEPTH, JsonScanner
-from deploy.local.listener import VerifiedServer
+from deploy.local.http import wire
+from deploy.local.http.json_limits import MAX_JSON_DEPTH, JsonScanner
+from deploy.local.triton.listener import VerifiedServer
 
 log = logging.getLogger(__name__)
 

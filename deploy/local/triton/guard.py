@@ -37,7 +37,7 @@ def _cache_dir() -> Path:
 
 def guard_library() -> Path:
     """The compiled guard library (built on first use, then reused)."""
-    source = resources.files("deploy.local").joinpath("triton_guard.c").read_bytes()
+    source = resources.files("deploy.local.triton").joinpath("triton_guard.c").read_bytes()
     digest = hashlib.sha256(source).hexdigest()[:16]
     cache = _cache_dir()
     library = cache / f"triton-guard-{digest}.so"
@@ -65,7 +65,7 @@ def guard_library() -> Path:
         if result.returncode != 0:
             raise LocalEndpointError(
                 f"building the tritonserver port guard failed: {result.stderr.strip()}",
-                where=f"{compiler} (deploy/local/triton_guard.c)",
+                where=f"{compiler} (deploy/local/triton/triton_guard.c)",
                 fix="check the C compiler ($CC) and its headers (libc6-dev)",
             )
         built.replace(library)  # atomic: concurrent builds end with one complete file

@@ -1,10 +1,10 @@
 """The local endpoint in asynchronous mode: SageMaker's InvokeEndpointAsync here.
 
 The layout is the single-model one (every model of the repository behind the
-generated router, `deploy.local.single_model`), started the way the stock
+generated router, `deploy.local.modes.single_model`), started the way the stock
 SageMaker Triton image starts a single-model endpoint: explicit control mode
 with only the router loaded (`--load-model=router`); the router loads the
-models it routes to. Requests arrive through S3 (`deploy.local.async_invocations`);
+models it routes to. Requests arrive through S3 (`deploy.local.modes.async_invocations`);
 InvokeEndpoint is refused, as SageMaker refuses it on an asynchronous endpoint.
 The manifest it serves says `"hosting": "async"` and names the S3 prefixes.
 
@@ -36,18 +36,18 @@ from deploy.client import manifest as contract
 from deploy.errors import LocalEndpointError
 from deploy.hosting import asynchronous
 from deploy.hosting.router_model import DEFAULT_ROUTER_INSTANCES, ROUTER_NAME
-from deploy.local import wire
-from deploy.local.async_invocations import (
+from deploy.local.http import wire
+from deploy.local.http.frontend import FrontEnd, Reply, Request
+from deploy.local.models.platform import ModelPlatform
+from deploy.local.modes.async_invocations import (
     DEFAULT_MAX_QUEUED,
     HEADERS,
     STOP_BUDGET_S,
     AsyncInvocations,
 )
-from deploy.local.endpoint import EndpointOptions
-from deploy.local.frontend import FrontEnd, Reply, _Request
-from deploy.local.platform import ModelPlatform
-from deploy.local.serve import prepare_record, record, serve_until_signal
-from deploy.local.single_model import SingleModelEndpoint, SingleModelFrontEnd
+from deploy.local.modes.endpoint import EndpointOptions
+from deploy.local.modes.serve import prepare_record, record, serve_until_signal
+from deploy.local.modes.single_model import SingleModelEndpoint
 from deploy.local.state import STATE_DIR
 
 log = logging.getLogger(__name__)
@@ -59,9 +59,9 @@ _ASYNC_SUFFIX = b"/async-invocations"
 def router_repository(location: str, scratch: Path) -> Path:
     """The repository to serve: `location` itself, or the models of a router-layout
     store (its manifest's one archive, downloaded if on S3, extracted under `scratch`)."""
-    from deploy.local.archive import extract_archive
-    from deploy.local.serve import is_store
-    from deploy.local.store import open_store
+    from deploy.local.models.archive import extract_archive
+    from deploy.local.models.store import open_store
+    from deploy.local.modes.serve import is_store
 
     if not is_store(location):
         return Path(location)
@@ -119,32 +119,35 @@ def check_buckets(locations: AsyncLocations, s3_client: Callable[[], Any] = _s3_
             ) from None
 
 
-class AsyncFrontEnd(SingleModelFrontEnd):
-    """InvokeEndpointAsync → `AsyncInvocations`; InvokeEndpoint is refused."""
+class AsyncInvoker:
+    """InvokeEndpointAsync → `AsyncInvocations`; InvokeEndpoint is refused.
 
-    kept_headers = FrontEnd.kept_headers | HEADERS
-    invocations: AsyncInvocations
+    The front end's `Invoker` for this mode."""
 
-    async def handle(self, request: _Request) -> Reply:
-        path = request.url.split(b"?", 1)[0]
+    headers = HEADERS
+
+    def __init__(self, invocations: AsyncInvocations) -> None:
+        self.invocations = invocations
+
+    async def route(self, frontend: FrontEnd, request: Request, path: bytes) -> Reply | None:
         if path.startswith(b"/endpoints/") and path.endswith(_ASYNC_SUFFIX):
             if request.method != b"POST":
                 return wire.validation_error("InvokeEndpointAsync is a POST").encode()
             name = unquote(path[11 : -len(_ASYNC_SUFFIX)].decode("utf-8", "replace"))
-            if name != self.endpoint_name:
+            if name != frontend.endpoint_name:
                 return wire.validation_error(
                     f"Endpoint {name} of account {wire.LOCAL_ACCOUNT} not found."
                 ).encode()
             return self.invocations.accept(request.headers)
         if path == b"/models" and request.method == b"GET":
-            listing = self.platform.listing()
+            listing = frontend.platform.listing()
             listing["hosting"] = ASYNC_HOSTING
-            listing["endpoint_name"] = self.endpoint_name
+            listing["endpoint_name"] = frontend.endpoint_name
             listing["async_inference"] = self.invocations.listing()
             return 200, [("Content-Type", "application/json")], json.dumps(listing).encode()
-        return await super().handle(request)
+        return None
 
-    async def _invoke(self, request: _Request, endpoint: str) -> Reply:
+    async def invoke(self, frontend: FrontEnd, request: Request, endpoint: str) -> Reply:
         return wire.validation_error(
             f"Endpoint {endpoint} is an asynchronous endpoint: call InvokeEndpointAsync "
             "(POST /endpoints/{name}/async-invocations) with the request's S3 location"
@@ -152,7 +155,6 @@ class AsyncFrontEnd(SingleModelFrontEnd):
 
     async def close(self) -> None:
         await self.invocations.close()
-        await super().close()
 
 
 class AsyncLocalEndpoint(SingleModelEndpoint):
@@ -213,7 +215,7 @@ class AsyncLocalEndpoint(SingleModelEndpoint):
             max_queued=max_queued,
             server_ready=lambda: self.supervisor.ready,
         )
-        frontend = AsyncFrontEnd(
+        self.frontend = FrontEnd(
             cast(ModelPlatform, self.models),
             lambda: self.supervisor.ready,
             endpoint_name=self.options.endpoint_name,
@@ -222,9 +224,8 @@ class AsyncLocalEndpoint(SingleModelEndpoint):
             log_path=str(self.supervisor.log_path),
             manifest=lambda: self.manifest,
             limits=self.options.connection_limits,
+            invoker=AsyncInvoker(self.invocations),
         )
-        frontend.invocations = self.invocations
-        self.frontend = frontend
 
     def stop(self) -> None:
         loop = self._loop

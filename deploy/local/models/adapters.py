@@ -230,8 +230,8 @@ def _adapt_model(
             config.platform = kind
         changed = True
     if kind == "python" and "EXECUTION_ENV_PATH" in config.parameters:
-        from deploy.local.envs import prepare_environment_model
-        from deploy.local.triton import find_triton
+        from deploy.local.triton.envs import prepare_environment_model
+        from deploy.local.triton.install import find_triton
 
         env_path = config.parameters["EXECUTION_ENV_PATH"].string_value
         prepare_environment_model(folder, env_path, find_triton())
@@ -271,7 +271,7 @@ def _write_adapter(folder: Path, config: mc.ModelConfig, platform: str) -> None:
             fix=f"put the model's weights ({filename}) in a version folder and re-package"
             + make_hint("; for the examples, run `make models` (weights are generated)"),
         )
-    template = resources.files("deploy.local").joinpath("adapter_model.py.tmpl")
+    template = resources.files("deploy.local.models").joinpath("adapter_model.py.tmpl")
     for version in versions:
         if (version / filename).exists():
             with resources.as_file(template) as source:

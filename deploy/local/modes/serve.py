@@ -22,7 +22,8 @@ from types import FrameType
 from typing import TypeVar
 
 from deploy.errors import LocalEndpointError
-from deploy.local.endpoint import EndpointOptions, LocalEndpoint
+from deploy.local.models.store import MANIFEST
+from deploy.local.modes.endpoint import EndpointOptions, LocalEndpoint
 from deploy.local.state import (
     STATE_DIR,
     LocalState,
@@ -32,7 +33,6 @@ from deploy.local.state import (
     triton_log_path,
     write_state,
 )
-from deploy.local.store import MANIFEST
 
 log = logging.getLogger(__name__)
 

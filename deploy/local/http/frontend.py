@@ -4,7 +4,7 @@
     GET  /ping                                   health
     GET  /models                                 loaded and available models (status)
     GET  /deploy/manifest.json                   the store's manifest (logical names)
-    GET  /metrics                                per-model call metrics (deploy.local.metrics)
+    GET  /metrics                                per-model call metrics (deploy.local.http.metrics)
 
 The hot path is kept small because client, front end and Triton share the
 CPU: httptools parses requests, only the headers the endpoint uses are kept,
@@ -43,28 +43,35 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from time import perf_counter
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote
 
 import httptools
 
 from deploy.errors import LocalEndpointError
-from deploy.local import wire
-from deploy.local.archive import DiskFullError
-from deploy.local.connections import BODY, CLOSING, HEAD, IDLE, ConnectionGuard, ConnectionLimits
-from deploy.local.json_limits import JsonScanner, json_problem
-from deploy.local.listener import VerifiedServer
-from deploy.local.memory import keep_freed_memory
-from deploy.local.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
-from deploy.local.metrics import ModelMetrics
-from deploy.local.platform import (
+from deploy.local.http import wire
+from deploy.local.http.connections import (
+    BODY,
+    CLOSING,
+    HEAD,
+    IDLE,
+    ConnectionGuard,
+    ConnectionLimits,
+)
+from deploy.local.http.json_limits import JsonScanner, json_problem
+from deploy.local.http.memory import keep_freed_memory
+from deploy.local.http.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from deploy.local.http.metrics import ModelMetrics
+from deploy.local.models.archive import DiskFullError
+from deploy.local.models.platform import (
     LoadedModel,
     LoadTimeoutError,
     ModelLoadError,
     ModelPlatform,
     ServerNotReadyError,
 )
-from deploy.local.store import ModelNotInStoreError
+from deploy.local.models.store import ModelNotInStoreError
+from deploy.local.triton.listener import VerifiedServer
 
 log = logging.getLogger(__name__)
 
@@ -401,6 +408,37 @@ class _Request:
         self.sent = 0  # a relayed answer's body size (for /metrics)
 
 
+# A request as a mode's `Invoker` sees it: read it, never keep it past the answer.
+Request = _Request
+
+
+class Invoker(Protocol):
+    """A hosting mode's InvokeEndpoint, and any operation of its own, on this front end.
+
+    The front end reads and bounds every request, answers /ping, /models, the
+    manifest and /metrics, and refuses an invocation whose JSON or custom
+    attributes tritonserver must not see; the rest is the invoker's. Without one
+    (`FrontEnd(invoker=None)`) invocations go to the multi-model platform. A front
+    end given an invoker serves every call through `FrontEnd.handle`: the hot path
+    and streamed bodies look TargetModels up in the multi-model platform.
+    """
+
+    # Request headers the mode reads, kept besides the front end's own.
+    headers: frozenset[bytes]
+
+    async def route(self, frontend: FrontEnd, request: Request, path: bytes) -> Reply | None:
+        """The answer to an operation of the mode's own at `path`; None: not one."""
+        ...
+
+    async def invoke(self, frontend: FrontEnd, request: Request, endpoint: str) -> Reply:
+        """Answer InvokeEndpoint on `endpoint` (the name in the request's path)."""
+        ...
+
+    async def close(self) -> None:
+        """The front end is closing: finish what the mode holds, while the loop runs."""
+        ...
+
+
 class _Stream:
     """A request body forwarded to tritonserver as it arrives.
 
@@ -460,7 +498,7 @@ class _RefusedError(Exception):
 class _Connection(asyncio.Protocol):
     """One client connection: requests are parsed and answered in order.
 
-    `phase` and `since` tell the connection guard (`deploy.local.connections`)
+    `phase` and `since` tell the connection guard (`deploy.local.http.connections`)
     what the connection waits for and since when. After a malformed, timed-out
     or oversized request the connection reads no more: the requests before it
     are answered first, then its error, then the connection closes.
@@ -759,9 +797,6 @@ class _Connection(asyncio.Protocol):
 class FrontEnd:
     """Routes requests to the platform and tritonserver; see the module docstring."""
 
-    # Request headers kept for routing; a subclass serving more operations adds its own.
-    kept_headers: frozenset[bytes] = _KEPT_HEADERS
-
     def __init__(
         self,
         platform: ModelPlatform,
@@ -775,8 +810,13 @@ class FrontEnd:
         log_path: str = "tritonserver.log",
         manifest: Callable[[], dict[str, Any] | None] = lambda: None,
         limits: ConnectionLimits | None = None,
+        invoker: Invoker | None = None,
     ) -> None:
         self.platform = platform
+        # The hosting mode's invocations (None: the multi-model platform's, `_invoke`).
+        self.invoker = invoker
+        # Request headers kept for routing: the front end's, and its mode's.
+        self.kept_headers = _KEPT_HEADERS | invoker.headers if invoker else _KEPT_HEADERS
         self.manifest = manifest
         self.server_ready = server_ready
         self.server_generation = server_generation
@@ -809,6 +849,8 @@ class FrontEnd:
         return int(self._server.sockets[0].getsockname()[1])
 
     async def close(self) -> None:
+        if self.invoker is not None:
+            await self.invoker.close()
         if self._server is not None:
             self._server.close()
         self.guard.stop()
@@ -824,13 +866,21 @@ class FrontEnd:
     # -- routing -------------------------------------------------------------
     async def handle(self, request: _Request) -> Reply:
         path = request.url.split(b"?", 1)[0]
+        invoker = self.invoker
+        if invoker is not None:
+            answer = await invoker.route(self, request, path)
+            if answer is not None:
+                return answer
         if path.startswith(b"/endpoints/") and path.endswith(b"/invocations"):
             if request.method != b"POST":
                 return wire.validation_error("InvokeEndpoint is a POST").encode()
             refused = self._refused(request)
             if refused is not None:
                 return refused.encode()
-            return await self._invoke(request, unquote(path[11:-12].decode("utf-8", "replace")))
+            endpoint = unquote(path[11:-12].decode("utf-8", "replace"))
+            if invoker is not None:
+                return await invoker.invoke(self, request, endpoint)
+            return await self._invoke(request, endpoint)
         if path == b"/ping":
             return (200, [], b"") if self.server_ready() else (503, [], b"")
         if path == b"/models" and request.method == b"GET":
@@ -982,6 +1032,8 @@ class FrontEnd:
 
     def forward_now(self, request: _Request, done: Callable[[_Request, Reply], None]) -> bool:
         """Forward a call to a loaded model without a task; False: use `handle`."""
+        if self.invoker is not None:
+            return False  # a mode's invocations go through `handle` (see `Invoker`)
         path = request.url
         raw_target = request.headers.get(_TARGET_HEADER)
         if (
@@ -1022,6 +1074,7 @@ class FrontEnd:
         raw_target = request.headers.get(_TARGET_HEADER)
         if (
             raw_target is None
+            or self.invoker is not None  # a mode's invocations are read whole
             or request.method != b"POST"
             or request.url != self._invocations_path
             or _CUSTOM_ATTRIBUTES in request.headers  # checked on the whole request

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from deploy import box
 from deploy.errors import LocalEndpointError
-from deploy.local.triton import STUB_LIMITS, TritonInstall
+from deploy.local.triton.install import STUB_LIMITS, TritonInstall
 
 ENV_PARAMETER = "EXECUTION_ENV_PATH"
 MODEL_DIRECTORY = "$$TRITON_MODEL_DIRECTORY"
@@ -141,7 +141,7 @@ def prepare_environment_model(folder: Path, env_value: str, install: TritonInsta
             fix=f"install Python {version} (with --enable-shared), or build the environment "
             f"for Python {running_python()} to try the model locally",
         )
-    # The stub runs in the box like the backend's own (deploy.local.triton): the real
+    # The stub runs in the box like the backend's own (deploy.local.triton.install): the real
     # one sits beside a launcher, outside the version folder the model may write to.
     boxed = folder / BOXED_STUB_FOLDER
     boxed.mkdir(exist_ok=True)
@@ -185,7 +185,7 @@ def install_stub_dispatch(
     script = (
         "#!/bin/sh\n"
         "# Runs the python-backend stub of the activated environment's Python "
-        "(deploy.local.envs); written by deploy.\n"
+        "(deploy.local.triton.envs); written by deploy.\n"
         "version=\n"
         'if [ -n "$VIRTUAL_ENV" ] && [ -f "$VIRTUAL_ENV/pyvenv.cfg" ]; then\n'
         "  while IFS= read -r line; do\n"

@@ -50,11 +50,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from deploy.errors import LocalEndpointError
-from deploy.local.adapters import adapt_folder
-from deploy.local.archive import DEFAULT_MAX_EXTRACTED_BYTES, extract_archive
-from deploy.local.bundled import BundleClashError, BundleLedger
-from deploy.local.listener import VerifiedServer
-from deploy.local.store import DirectoryStore, S3Store, check_target_model
+from deploy.local.models.adapters import adapt_folder
+from deploy.local.models.archive import DEFAULT_MAX_EXTRACTED_BYTES, extract_archive
+from deploy.local.models.bundled import BundleClashError, BundleLedger
+from deploy.local.models.store import DirectoryStore, S3Store, check_target_model
+from deploy.local.triton.listener import VerifiedServer
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ downloaded elsewhere with the command `download_command` prints.
 
 A developer's virtualenv that has nvidia-pytriton installed beside a
 `triton-stub-site` folder (this repository's Makefile) is preferred; see
-`deploy.local.triton.find_triton`.
+`deploy.local.triton.install.find_triton`.
 """
 
 from __future__ import annotations

@@ -44,15 +44,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from deploy.errors import LocalEndpointError
-from deploy.local.guard import Clients, guard_environment
-from deploy.local.listener import Holder, describe, holder, port_bound
-from deploy.local.triton import (
+from deploy.local.triton.guard import Clients, guard_environment
+from deploy.local.triton.install import (
     TritonInstall,
     find_triton,
     prepare_backends,
     stub_working_directory,
     triton_environment,
 )
+from deploy.local.triton.listener import Holder, describe, holder, port_bound
 
 log = logging.getLogger(__name__)
 

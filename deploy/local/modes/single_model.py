@@ -12,7 +12,7 @@ The user's repository is not modified: Triton gets a staging repository of
 links to the model folders plus the router, generated fresh at start. A python
 model with an execution environment (EXECUTION_ENV_PATH, which `deploy package`
 builds from requirements.txt) is copied instead, so that the stub of its
-environment's Python can be put beside it (`deploy.local.envs`).
+environment's Python can be put beside it (`deploy.local.triton.envs`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import shutil
 import tempfile
 import threading
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -36,13 +35,13 @@ from deploy.hosting.router_model import (
     stage_layout,
 )
 from deploy.hosting.single_model import MODE
-from deploy.local import wire
-from deploy.local.endpoint import EndpointOptions, LocalEndpoint
-from deploy.local.frontend import FrontEnd, Reply, UpstreamError, _Request, joined
-from deploy.local.platform import ModelPlatform
-from deploy.local.serve import prepare_record, record, serve_until_signal
+from deploy.local.http import wire
+from deploy.local.http.frontend import FrontEnd, Reply, Request, UpstreamError, joined
+from deploy.local.models.platform import ModelPlatform
+from deploy.local.modes.endpoint import EndpointOptions, LocalEndpoint
+from deploy.local.modes.serve import prepare_record, record, serve_until_signal
 from deploy.local.state import STATE_DIR
-from deploy.local.supervisor import TritonSupervisor
+from deploy.local.triton.supervisor import TritonSupervisor
 
 MANIFEST_NAME = contract.MANIFEST_NAME
 
@@ -83,19 +82,19 @@ class _Models:
         }
 
 
-class SingleModelFrontEnd(FrontEnd):
-    """InvokeEndpoint → Triton's `/invocations`; a TargetModel is refused, as on SageMaker."""
+class SingleModelInvoker:
+    """InvokeEndpoint → Triton's `/invocations`; a TargetModel is refused, as on SageMaker.
 
-    def forward_now(self, request: _Request, done: Callable[[_Request, Reply], None]) -> bool:
-        # The multi-model hot path looks TargetModels up in the platform; here
-        # there is none, so every request takes `handle` (and `_invoke` below).
-        return False
+    The front end's `Invoker` for this mode: there is no multi-model platform, so
+    every call is read whole and forwarded to the router."""
 
-    def stream(self, request: _Request) -> None:
-        return None  # bodies are read whole (see forward_now)
+    headers: frozenset[bytes] = frozenset()
 
-    async def _invoke(self, request: _Request, endpoint: str) -> Reply:
-        if endpoint != self.endpoint_name:
+    async def route(self, frontend: FrontEnd, request: Request, path: bytes) -> Reply | None:
+        return None  # no operation of its own
+
+    async def invoke(self, frontend: FrontEnd, request: Request, endpoint: str) -> Reply:
+        if endpoint != frontend.endpoint_name:
             return wire.validation_error(
                 f"Endpoint {endpoint} of account {wire.LOCAL_ACCOUNT} not found."
             ).encode()
@@ -105,9 +104,9 @@ class SingleModelFrontEnd(FrontEnd):
                 "name the model in the request parameter target_model"
             ).encode()
         if request.too_large:
-            return wire.payload_too_large(self.max_payload)
+            return wire.payload_too_large(frontend.max_payload)
         try:
-            status, content_type, body = await self.upstream.request(
+            status, content_type, body = await frontend.upstream.request(
                 "/invocations", "", request.headers, request.body, request.size
             )
         except UpstreamError as exc:
@@ -123,7 +122,10 @@ class SingleModelFrontEnd(FrontEnd):
                 body,
             )
         message = wire.triton_error_message(joined(body)) or wire.reason(status)
-        return wire.model_error(ROUTER_NAME, status, message, self.log_stream).encode()
+        return wire.model_error(ROUTER_NAME, status, message, frontend.log_stream).encode()
+
+    async def close(self) -> None:
+        return None  # nothing of its own to finish
 
 
 def stage_repository(
@@ -138,9 +140,9 @@ def stage_repository(
 
 def _prepare_environment(link: Path) -> None:
     """A python model with an execution environment: copied, with its Python's stub."""
-    from deploy.local.adapters import read_config
-    from deploy.local.envs import ENV_PARAMETER, prepare_environment_model
-    from deploy.local.triton import find_triton
+    from deploy.local.models.adapters import read_config
+    from deploy.local.triton.envs import ENV_PARAMETER, prepare_environment_model
+    from deploy.local.triton.install import find_triton
 
     config = read_config(link / "config.pbtxt")
     if config.backend != "python" or ENV_PARAMETER not in config.parameters:
@@ -193,7 +195,7 @@ class SingleModelEndpoint(LocalEndpoint):
             clients=self.options.triton_clients,
         )
         self.models = _Models(self.supervisor, self.manifest)
-        self.frontend = SingleModelFrontEnd(
+        self.frontend = FrontEnd(
             cast(ModelPlatform, self.models),
             lambda: self.supervisor.ready,
             endpoint_name=self.options.endpoint_name,
@@ -202,6 +204,7 @@ class SingleModelEndpoint(LocalEndpoint):
             log_path=str(self.supervisor.log_path),
             manifest=lambda: self.manifest,
             limits=self.options.connection_limits,
+            invoker=SingleModelInvoker(),
         )
         self.port = 0
         self._loop = None

@@ -10,7 +10,7 @@ a folder with numpy<2 (the stub site) goes with it. `find_triton` takes the
 two from this virtualenv when installed there (`pip install --no-deps
 nvidia-pytriton==0.7.0` and numpy<2 in `<venv>/triton-stub-site`, as this
 repository's Makefile does), else from the tool's cache, fetched on first use
-(`deploy.local.triton_wheel`). The stub's embedded interpreter ignores
+(`deploy.local.triton.wheel`). The stub's embedded interpreter ignores
 PYTHONPATH and puts its working directory first on `sys.path`: tritonserver
 runs in an empty folder.
 
@@ -92,7 +92,7 @@ def find_triton(*, fetch: bool = True) -> TritonInstall:
     install = virtualenv_triton()
     if install is not None:
         return install
-    from deploy.local.triton_wheel import ensure_cached
+    from deploy.local.triton.wheel import ensure_cached
 
     cache = ensure_cached(allow_fetch=fetch)
     install = TritonInstall(cache.root, cache.stub_site)
@@ -113,11 +113,11 @@ def prepare_runtime(*, source: Path | None = None) -> TritonInstall:
     The C compiler for the port guard is named before a download starts;
     then tritonserver is located, or fetched into the cache (from `source`, a
     folder of wheel files, when given)."""
-    from deploy.local.guard import guard_library
+    from deploy.local.triton.guard import guard_library
 
     guard_library()
     if source is not None:
-        from deploy.local.triton_wheel import ensure_cached
+        from deploy.local.triton.wheel import ensure_cached
 
         ensure_cached(source=source)
     return find_triton()
@@ -191,7 +191,7 @@ def prepare_backends(install: TritonInstall, directory: Path) -> Path:
     )
     # In the stub's place: the launcher of the activated environment's Python (a bundled
     # model's environment may be for another), else the one above.
-    from deploy.local.envs import install_stub_dispatch
+    from deploy.local.triton.envs import install_stub_dispatch
 
     install_stub_dispatch(
         install, python_dir / "triton_python_backend_stub", real_dir / "launcher", readable=readable
@@ -241,7 +241,7 @@ def triton_environment(
         env = scrubbed_environment(home=scratch, tmp=scratch)
     if backends is not None:
         env["PATH"] = os.pathsep.join([str(image_python_bin(backends)), env.get("PATH", "")])
-    from deploy.local.envs import library_dirs
+    from deploy.local.triton.envs import library_dirs
 
     # Stubs of other Python versions (models whose environment is for one) need
     # their libpython too; the running Python's comes first.

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from deploy.errors import LocalEndpointError
 from deploy.hosting import HostingMode
-from deploy.local.endpoint import EndpointOptions
+from deploy.local.modes.endpoint import EndpointOptions
 from deploy.local.state import STATE_DIR
 
 
@@ -34,7 +34,7 @@ class ServeRequest:
 
 
 def _per_model(request: ServeRequest) -> None:
-    from deploy.local.serve import serve_forever
+    from deploy.local.modes.serve import serve_forever
 
     serve_forever(
         request.store,
@@ -45,15 +45,15 @@ def _per_model(request: ServeRequest) -> None:
 
 
 def _router(request: ServeRequest) -> None:
-    from deploy.local.single_model import serve_single_model_forever
+    from deploy.local.modes.single_model import serve_single_model_forever
 
     serve_single_model_forever(Path(request.store), request.options, state_dir=request.state_dir)
 
 
 def _asynchronous(request: ServeRequest) -> None:
     from deploy.async_inference import AsyncLocations
-    from deploy.local.async_endpoint import serve_async_forever
-    from deploy.local.async_invocations import input_prefix
+    from deploy.local.modes.async_endpoint import serve_async_forever
+    from deploy.local.modes.async_invocations import input_prefix
 
     if request.async_output is None:
         raise LocalEndpointError(
