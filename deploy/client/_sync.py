@@ -159,7 +159,10 @@ class Endpoint:
                 raise
             self._manifest.refresh(self.discovery_timeout)
             again = self._prepare(model, inputs, outputs, target_model, class_count, parameters)
-            if again.route.target_model == prepared.route.target_model:
+            if (again.route.target_model, again.route.inference_component) == (
+                prepared.route.target_model,
+                prepared.route.inference_component,
+            ):
                 raise
             return self._send(again)
 
@@ -271,6 +274,7 @@ class Endpoint:
                     prepared.content_type,
                     budget,
                     target_model=prepared.route.target_model,
+                    inference_component=prepared.route.inference_component,
                 )
                 if status < 300:
                     return data, headers.get("Content-Type")
@@ -337,6 +341,8 @@ class Endpoint:
         }
         if prepared.route.target_model is not None:
             request["TargetModel"] = prepared.route.target_model
+        if prepared.route.inference_component is not None:
+            request["InferenceComponentName"] = prepared.route.inference_component
         response = self.runtime.invoke_endpoint(**request)
         return response["Body"].read(), response.get("ContentType")
 
