@@ -165,6 +165,15 @@ def serve(
             help="--hosting async: requests run at once (MaxConcurrentInvocationsPerInstance).",
         ),
     ] = 4,
+    scale_to_zero_after: Annotated[
+        float | None,
+        typer.Option(
+            "--scale-to-zero-after",
+            min=0.1,
+            help="--hosting components: unload a component of min_copies 0 idle this many "
+            "seconds; its next call gets SageMaker's no-capacity error and starts a copy.",
+        ),
+    ] = None,
     profile: Annotated[
         str | None,
         typer.Option("--profile", help="AWS profile for an s3:// STORE (default: AWS_PROFILE)."),
@@ -282,6 +291,7 @@ def serve(
             async_inputs=tuple(async_input or ()),
             async_max_concurrent=async_max_concurrent,
             async_max_queued=async_max_queued,
+            scale_to_zero_after=scale_to_zero_after,
         ),
     )
 

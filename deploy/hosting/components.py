@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from deploy.client.manifest import COMPONENTS
 from deploy.errors import ConfigError
 from deploy.hosting import rules
-from deploy.hosting.mode import HostingMode
+from deploy.hosting.mode import HostingMode, LocalServing
 from deploy.hosting.per_model import PerModelLayout
 
 if TYPE_CHECKING:
@@ -79,4 +79,6 @@ MODE = HostingMode(
     check_repository=repository_rules,
     # ManagedInstanceScaling may reach 0 instances when every model has 0 copies.
     scales_to_zero=True,
+    # A copy per component in tritonserver, by InferenceComponentName (deploy.local.components).
+    local=LocalServing("components"),
 )

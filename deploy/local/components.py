@@ -1,0 +1,394 @@
+"""The local endpoint of `hosting = "components"`: one inference component per model.
+
+On SageMaker, InvokeEndpoint names a component in the
+X-Amzn-SageMaker-Inference-Component header (boto3's `InferenceComponentName`) and
+sends no TargetModel; each component runs copies of its one model. Here the
+multi-model endpoint's platform holds each model's own archive (the components'
+per-model layout is the multi-model one), and a component's copy is its model
+loaded in tritonserver. The front end maps the header to the model and serves it
+as the multi-model endpoint does; the served manifest names each component
+(`component_name(endpoint, model)`) with the inference-component addressing.
+
+Copies. Every component starts with one copy (SageMaker creates a component with a
+CopyCount of at least 1). A component whose `min_copies` is 0
+(`[stages.X.models.NAME]`) and that nobody called for `scale_to_zero_after`
+seconds scales in: its model is unloaded. A call to it then gets SageMaker's
+no-capacity error and, as the NoCapacityInvocationFailures alarm and step
+policy do on AWS, starts a copy; calls succeed once the model is loaded again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from deploy.client.manifest import (
+    COMPONENTS,
+    MANIFEST_MINOR,
+    Invoke,
+    Manifest,
+)
+from deploy.errors import LocalEndpointError
+from deploy.hosting.component_sizing import component_name
+from deploy.local import wire
+from deploy.local.endpoint import EndpointOptions, LocalEndpoint
+from deploy.local.frontend import _KEPT_HEADERS, FrontEnd, Reply, _Request, joined
+
+log = logging.getLogger(__name__)
+
+INFERENCE_COMPONENT = "x-amzn-sagemaker-inference-component"
+_COMPONENT_HEADER = INFERENCE_COMPONENT.encode()
+_TARGET_HEADER = wire.TARGET_MODEL.encode()
+# SageMaker's answer to a call of a component with no copy (scaled to zero): a
+# ValidationError (HTTP 400) with this message, as AWS's "Unlock cost savings with
+# the new scale down to zero feature in SageMaker Inference" (re:Invent 2024 blog
+# post and its notebooks) shows it. The call counts in NoCapacityInvocationFailures.
+NO_CAPACITY = (
+    "Inference Component has no capacity to process this request. ApplicationAutoScaling "
+    "may be in-progress (if configured) or try to increase the capacity by invoking "
+    "UpdateInferenceComponentRuntimeConfig API."
+)
+# SageMaker's ValidationError for an endpoint of components called without the header
+# (quoted in boto3 users' reports, e.g. aws-samples/amazon-kendra-langchain-extensions#64).
+HEADER_REQUIRED = (
+    "Inference Component Name header is required for endpoints to which you plan to "
+    "deploy inference components. Please include Inference Component Name header or "
+    "consider using SageMaker models."
+)
+_SCALE_IN_CHECK_S = 0.5
+
+
+@dataclass(frozen=True)
+class Component:
+    """One model's inference component on the local endpoint."""
+
+    name: str  # its InferenceComponentName
+    model: str  # the logical model
+    target_model: str  # the model's archive in the store
+    min_copies: int = 1
+
+
+def served_manifest(manifest: Manifest, endpoint_name: str) -> Manifest:
+    """`manifest` as an endpoint of components publishes it: hosting components,
+    the inference-component addressing, each model's component named."""
+    models = {
+        name: replace(info, inference_component=component_name(endpoint_name, name))
+        for name, info in manifest.models.items()
+    }
+    return replace(
+        manifest,
+        hosting=COMPONENTS,
+        models=models,
+        format_minor=MANIFEST_MINOR,
+        invoke=Invoke.of(COMPONENTS),
+    )
+
+
+def components_of(manifest: Manifest, min_copies: Mapping[str, int]) -> dict[str, Component]:
+    """Each model's component by name; `min_copies` by model (absent: 1)."""
+    found = {}
+    for name, info in manifest.models.items():
+        assert info.inference_component is not None  # `served_manifest` names them all
+        found[info.inference_component] = Component(
+            info.inference_component, name, info.target_model, min_copies.get(name, 1)
+        )
+    return found
+
+
+class Copies:
+    """How many copies each component has (0 or 1 here) and which are starting."""
+
+    def __init__(self, components: Mapping[str, Component]) -> None:
+        self.components = components
+        self._lock = threading.Lock()
+        self._copies = {name: 1 for name in components}  # created with one copy
+        self._starting: set[str] = set()
+        self.scale_outs = 0
+
+    def count(self, name: str) -> int:
+        with self._lock:
+            return self._copies[name]
+
+    def starting(self, name: str) -> bool:
+        with self._lock:
+            return name in self._starting
+
+    def scaled_in(self, name: str) -> bool:
+        """Record a scale-in to 0; False when the component has no copy to give up."""
+        with self._lock:
+            if self._copies[name] == 0 or name in self._starting:
+                return False
+            self._copies[name] = 0
+            return True
+
+    def claim_start(self, name: str) -> bool:
+        """Mark a copy as starting; False when one already is."""
+        with self._lock:
+            if name in self._starting or self._copies[name] > 0:
+                return False
+            self._starting.add(name)
+            self.scale_outs += 1
+            return True
+
+    def started(self, name: str, ok: bool) -> None:
+        with self._lock:
+            self._starting.discard(name)
+            if ok:
+                self._copies[name] = 1
+
+    def describe(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                name: {
+                    "model": component.model,
+                    "target_model": component.target_model,
+                    "min_copies": component.min_copies,
+                    "copies": self._copies[name],
+                    "starting": name in self._starting,
+                }
+                for name, component in self.components.items()
+            }
+
+
+class ComponentFrontEnd(FrontEnd):
+    """InvokeEndpoint by InferenceComponentName; the rest as the multi-model front end."""
+
+    kept_headers = _KEPT_HEADERS | {_COMPONENT_HEADER}
+    copies: Copies
+    start_copy: Callable[[Component], None]
+
+    def _component(self, request: _Request) -> Component | Reply:
+        """The component a call names, its TargetModel header set to the component's
+        model; or SageMaker's ValidationError. Idempotent (the hot path may hand the
+        request on to `handle`)."""
+        raw = request.headers.get(_COMPONENT_HEADER)
+        if not raw:
+            return wire.validation_error(HEADER_REQUIRED).encode()
+        name = raw.decode("utf-8", "replace")
+        component = self.copies.components.get(name)
+        if component is None:
+            # SageMaker's wording for an unknown component is not documented; the code
+            # and status are those of every other request error (ValidationError, 400).
+            return wire.validation_error(
+                f"Endpoint {self.endpoint_name} has no inference component {name}."
+            ).encode()
+        target = component.target_model.encode()
+        given = request.headers.get(_TARGET_HEADER)
+        if given is not None and given != target:
+            return wire.validation_error(
+                f"Endpoint {self.endpoint_name} hosts inference components: send no "
+                "TargetModel, name the component in InferenceComponentName"
+            ).encode()
+        request.headers[_TARGET_HEADER] = target
+        return component
+
+    def _has_copy(self, request: _Request) -> bool:
+        """A call the hot path may forward: to a component with a copy."""
+        if request.url != self.invocations_path:
+            return False
+        component = self._component(request)
+        return isinstance(component, Component) and self.copies.count(component.name) > 0
+
+    def forward_now(self, request: _Request, done: Callable[[_Request, Reply], None]) -> bool:
+        return self._has_copy(request) and super().forward_now(request, done)
+
+    def stream(self, request: _Request) -> Any:
+        return super().stream(request) if self._has_copy(request) else None
+
+    async def handle(self, request: _Request) -> Reply:
+        reply = await super().handle(request)
+        if request.url.split(b"?", 1)[0] != b"/models" or reply[0] != 200:
+            return reply
+        # GET /models (`deploy status --local`): the components and their copies too.
+        document = json.loads(joined(reply[2]))
+        document["hosting"] = COMPONENTS
+        document["components"] = self.copies.describe()
+        return 200, reply[1], json.dumps(document).encode()
+
+    async def _invoke(self, request: _Request, endpoint: str) -> Reply:
+        if endpoint != self.endpoint_name:
+            return await super()._invoke(request, endpoint)  # SageMaker's endpoint not found
+        component = self._component(request)
+        if not isinstance(component, Component):
+            return component
+        if self.copies.count(component.name) == 0:  # scaled in (calls in flight finish)
+            self.start_copy(component)
+            return wire.validation_error(NO_CAPACITY).encode()
+        return await super()._invoke(request, endpoint)
+
+
+class ComponentEndpoint(LocalEndpoint):
+    """An endpoint of inference components on this machine (start/stop/url as
+    `LocalEndpoint`). `min_copies` by model (absent: 1); `scale_to_zero_after`: the
+    idle seconds after which a component of min_copies 0 unloads (None: never)."""
+
+    def __init__(
+        self,
+        store: str | Path,
+        *,
+        work_dir: Path | None = None,
+        options: EndpointOptions | None = None,
+        min_copies: Mapping[str, int] | None = None,
+        scale_to_zero_after: float | None = None,
+    ) -> None:
+        super().__init__(store, work_dir=work_dir, options=options)
+        read = self.store.manifest()
+        if read is None:
+            raise LocalEndpointError(
+                "the model store has no manifest.json, which names the components",
+                where=str(self.store.location),
+                fix="serve a store `deploy package` wrote, or the repository itself",
+            )
+        self.manifest = served_manifest(read, self.endpoint_name)
+        unknown = sorted(set(min_copies or {}) - set(self.manifest.models))
+        if unknown:
+            raise LocalEndpointError(
+                f"models.{unknown[0]}: the store has no model {unknown[0]!r}",
+                where=f"models.{unknown[0]}",
+                fix="name a model of the repository: " + ", ".join(sorted(self.manifest.models)),
+            )
+        self.components = components_of(self.manifest, min_copies or {})
+        self.copies = Copies(self.components)
+        self.scale_to_zero_after = scale_to_zero_after
+        base = self.frontend
+        frontend = ComponentFrontEnd(
+            self.platform,
+            lambda: self.supervisor.ready,
+            lambda: self.supervisor.crashes,
+            endpoint_name=self.options.endpoint_name,
+            max_payload=self.options.max_payload,
+            model_wait=self.options.model_wait,
+            invoke_timeout=self.options.invoke_timeout,
+            log_path=base.log_stream.removeprefix("file://"),
+            manifest=self.manifest.to_document,
+            limits=self.options.connection_limits,
+        )
+        frontend.copies = self.copies
+        frontend.start_copy = self._start_copy
+        self.frontend = frontend
+        self._stop_scaling = threading.Event()
+        self._scaler: threading.Thread | None = None
+
+    def start(self) -> ComponentEndpoint:
+        super().start()
+        try:
+            for component in self.components.values():  # one copy each, as created
+                self.platform.ensure_loaded(component.target_model, self.options.model_wait)
+        except BaseException:
+            self.stop()
+            raise
+        if self.scale_to_zero_after is not None:
+            self._scaler = threading.Thread(
+                target=self._scale_in_loop, name="component-scale-in", daemon=True
+            )
+            self._scaler.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop_scaling.set()
+        if self._scaler is not None:
+            self._scaler.join(10)
+        super().stop()
+
+    def _start_copy(self, component: Component) -> None:
+        """Load a copy of a component that has none, in the background (once)."""
+        if not self.copies.claim_start(component.name):
+            return
+        log.info("component %s has no copy: starting one", component.name)
+
+        def load() -> None:
+            ok = False
+            try:
+                self.platform.ensure_loaded(component.target_model, self.options.model_wait)
+                ok = True
+            except Exception as exc:  # the next call tries again
+                log.warning("component %s: its copy failed to start: %s", component.name, exc)
+            finally:
+                self.copies.started(component.name, ok)
+
+        threading.Thread(target=load, name=f"copy-{component.name}", daemon=True).start()
+
+    def _scale_in_loop(self) -> None:
+        """Unload each component of min_copies 0 idle for `scale_to_zero_after` s."""
+        assert self.scale_to_zero_after is not None
+        idle = self.scale_to_zero_after
+        while not self._stop_scaling.wait(min(_SCALE_IN_CHECK_S, idle)):
+            loaded = {entry["target_model"]: entry for entry in self.platform.listing()["loaded"]}
+            for component in self.components.values():
+                entry = loaded.get(component.target_model)
+                if component.min_copies > 0 or entry is None or entry["calls_in_flight"]:
+                    continue
+                if time.time() - float(entry["last_used"]) < idle:
+                    continue
+                if not self.copies.scaled_in(component.name):
+                    continue
+                log.info("component %s idle for %gs: scaling in to 0 copies", component.name, idle)
+                try:
+                    self.platform.unload(component.target_model)
+                except LocalEndpointError as exc:
+                    log.warning("component %s: unloading failed: %s", component.name, exc)
+
+    def listing(self) -> dict[str, Any]:
+        document = super().listing()
+        document["hosting"] = COMPONENTS
+        document["components"] = self.copies.describe()
+        return document
+
+
+def serve_components_forever(
+    location: str,
+    options: EndpointOptions,
+    ready: threading.Event | None = None,
+    *,
+    min_copies: Mapping[str, int] | None = None,
+    scale_to_zero_after: float | None = None,
+    package_dir: Path | None = None,
+    state_dir: Path | None = None,
+) -> None:
+    """`deploy serve --hosting components`: run until SIGINT/SIGTERM, then stop."""
+    from deploy.local.serve import (
+        _sigterm_interrupts,
+        prepare_record,
+        record,
+        serve_until_signal,
+        store_for,
+    )
+
+    with _sigterm_interrupts():
+        prepare_record(options, state_dir)
+        with store_for(location, package_dir=package_dir) as store:
+
+            def started(endpoint: ComponentEndpoint) -> None:
+                for name, state in endpoint.copies.describe().items():
+                    log.info(
+                        "component %s: model %s, min_copies %d",
+                        name,
+                        state["model"],
+                        state["min_copies"],
+                    )
+                log.info(
+                    "endpoint %r of inference components at %s (tritonserver log: %s)",
+                    endpoint.endpoint_name,
+                    endpoint.url,
+                    endpoint.supervisor.log_path,
+                )
+                if state_dir is not None:
+                    record(endpoint, endpoint.store.location, state_dir)
+
+            serve_until_signal(
+                lambda: ComponentEndpoint(
+                    store,
+                    options=options,
+                    min_copies=min_copies,
+                    scale_to_zero_after=scale_to_zero_after,
+                ),
+                started,
+                ready,
+                state_dir=state_dir,
+            )
