@@ -263,13 +263,6 @@ def _component_route(
     """An endpoint of inference components: the model's component, named in the
     InferenceComponentName header; SageMaker takes no TargetModel there."""
     where = f"model {model!r}"
-    if target_model is not None:
-        raise ModelNotFoundError(
-            f"target_model={target_model!r}: the endpoint hosts inference components, "
-            "which take no TargetModel",
-            where=where,
-            fix="leave out target_model=; the manifest names each model's component",
-        )
     if info is None:
         known = ", ".join(sorted(manifest.models)) or "none"
         raise ModelNotFoundError(
@@ -284,6 +277,14 @@ def _component_route(
             where=manifest.source,
             fix="use the manifest the endpoint's stage published (`deploy up` names each "
             "model's component)",
+        )
+    if target_model is not None and target_model != info.target_model:
+        # The component serves the model's archive only (a smoke test may name it).
+        raise ModelNotFoundError(
+            f"target_model={target_model!r}: the endpoint hosts inference components, "
+            f"whose {info.inference_component!r} serves {info.target_model!r} only",
+            where=where,
+            fix="leave out target_model=; the manifest names each model's component",
         )
     return Route(
         model, None, info, from_manifest=True, inference_component=info.inference_component

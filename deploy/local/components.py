@@ -19,6 +19,7 @@ policy do on AWS, starts a copy; calls succeed once the model is loaded again.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import threading
@@ -62,6 +63,7 @@ HEADER_REQUIRED = (
     "consider using SageMaker models."
 )
 _SCALE_IN_CHECK_S = 0.5
+REFRESH_S = 2.0  # how often the store's manifest is read again
 
 
 @dataclass(frozen=True)
@@ -76,9 +78,13 @@ class Component:
 
 def served_manifest(manifest: Manifest, endpoint_name: str) -> Manifest:
     """`manifest` as an endpoint of components publishes it: hosting components,
-    the inference-component addressing, each model's component named."""
+    the inference-component addressing, each model's component named (as the
+    manifest names it, else `component_name(endpoint_name, model)`)."""
     models = {
-        name: replace(info, inference_component=component_name(endpoint_name, name))
+        name: replace(
+            info,
+            inference_component=info.inference_component or component_name(endpoint_name, name),
+        )
         for name, info in manifest.models.items()
     }
     return replace(
@@ -102,18 +108,34 @@ def components_of(manifest: Manifest, min_copies: Mapping[str, int]) -> dict[str
 
 
 class Copies:
-    """How many copies each component has (0 or 1 here) and which are starting."""
+    """The components the served manifest names, how many copies each has (0 or 1
+    here) and which are starting."""
 
-    def __init__(self, components: Mapping[str, Component]) -> None:
-        self.components = components
+    def __init__(self) -> None:
+        self.components: Mapping[str, Component] = {}
+        self.manifest: Manifest | None = None  # as served (None: the store has none yet)
         self._lock = threading.Lock()
-        self._copies = {name: 1 for name in components}  # created with one copy
+        self._copies: dict[str, int] = {}
         self._starting: set[str] = set()
         self.scale_outs = 0
 
+    def update(self, manifest: Manifest | None, components: Mapping[str, Component]) -> list[str]:
+        """The manifest read now; returns the components new to it (each created with
+        one copy, as SageMaker creates them) or whose model changed."""
+        with self._lock:
+            changed = [
+                name
+                for name, component in components.items()
+                if self.components.get(name) != component
+            ]
+            for name in changed:
+                self._copies.setdefault(name, 1)
+            self.components, self.manifest = components, manifest
+            return changed
+
     def count(self, name: str) -> int:
         with self._lock:
-            return self._copies[name]
+            return self._copies.get(name, 0)
 
     def starting(self, name: str) -> bool:
         with self._lock:
@@ -122,7 +144,7 @@ class Copies:
     def scaled_in(self, name: str) -> bool:
         """Record a scale-in to 0; False when the component has no copy to give up."""
         with self._lock:
-            if self._copies[name] == 0 or name in self._starting:
+            if self._copies.get(name, 0) == 0 or name in self._starting:
                 return False
             self._copies[name] = 0
             return True
@@ -130,7 +152,7 @@ class Copies:
     def claim_start(self, name: str) -> bool:
         """Mark a copy as starting; False when one already is."""
         with self._lock:
-            if name in self._starting or self._copies[name] > 0:
+            if name in self._starting or self._copies.get(name, 0) > 0:
                 return False
             self._starting.add(name)
             self.scale_outs += 1
@@ -149,7 +171,7 @@ class Copies:
                     "model": component.model,
                     "target_model": component.target_model,
                     "min_copies": component.min_copies,
-                    "copies": self._copies[name],
+                    "copies": self._copies.get(name, 0),
                     "starting": name in self._starting,
                 }
                 for name, component in self.components.items()
@@ -162,6 +184,7 @@ class ComponentFrontEnd(FrontEnd):
     kept_headers = _KEPT_HEADERS | {_COMPONENT_HEADER}
     copies: Copies
     start_copy: Callable[[Component], None]
+    refresh: Callable[[], object]  # re-reads the store's manifest (blocking I/O)
 
     def _component(self, request: _Request) -> Component | Reply:
         """The component a call names, its TargetModel header set to the component's
@@ -215,6 +238,10 @@ class ComponentFrontEnd(FrontEnd):
         if endpoint != self.endpoint_name:
             return await super()._invoke(request, endpoint)  # SageMaker's endpoint not found
         component = self._component(request)
+        if not isinstance(component, Component) and request.headers.get(_COMPONENT_HEADER):
+            # A component the manifest read last did not name: a newer one may.
+            await asyncio.get_running_loop().run_in_executor(self._executor, self.refresh)
+            component = self._component(request)
         if not isinstance(component, Component):
             return component
         if self.copies.count(component.name) == 0:  # scaled in (calls in flight finish)
@@ -226,7 +253,13 @@ class ComponentFrontEnd(FrontEnd):
 class ComponentEndpoint(LocalEndpoint):
     """An endpoint of inference components on this machine (start/stop/url as
     `LocalEndpoint`). `min_copies` by model (absent: 1); `scale_to_zero_after`: the
-    idle seconds after which a component of min_copies 0 unloads (None: never)."""
+    idle seconds after which a component of min_copies 0 unloads (None: never).
+
+    The store's manifest names the components. It is read at start and again every
+    `REFRESH_S` and when a call names a component it lacks (`deploy up --local`
+    publishes it after the endpoint starts, and publishes new versions); a new
+    component, or one whose model changed, loads its copy in the background.
+    """
 
     def __init__(
         self,
@@ -238,24 +271,10 @@ class ComponentEndpoint(LocalEndpoint):
         scale_to_zero_after: float | None = None,
     ) -> None:
         super().__init__(store, work_dir=work_dir, options=options)
-        read = self.store.manifest()
-        if read is None:
-            raise LocalEndpointError(
-                "the model store has no manifest.json, which names the components",
-                where=str(self.store.location),
-                fix="serve a store `deploy package` wrote, or the repository itself",
-            )
-        self.manifest = served_manifest(read, self.endpoint_name)
-        unknown = sorted(set(min_copies or {}) - set(self.manifest.models))
-        if unknown:
-            raise LocalEndpointError(
-                f"models.{unknown[0]}: the store has no model {unknown[0]!r}",
-                where=f"models.{unknown[0]}",
-                fix="name a model of the repository: " + ", ".join(sorted(self.manifest.models)),
-            )
-        self.components = components_of(self.manifest, min_copies or {})
-        self.copies = Copies(self.components)
+        self.min_copies = dict(min_copies or {})
+        self.copies = Copies()
         self.scale_to_zero_after = scale_to_zero_after
+        self._refresh_lock = threading.Lock()
         base = self.frontend
         frontend = ComponentFrontEnd(
             self.platform,
@@ -266,34 +285,56 @@ class ComponentEndpoint(LocalEndpoint):
             model_wait=self.options.model_wait,
             invoke_timeout=self.options.invoke_timeout,
             log_path=base.log_stream.removeprefix("file://"),
-            manifest=self.manifest.to_document,
+            manifest=self._served_document,
             limits=self.options.connection_limits,
         )
         frontend.copies = self.copies
         frontend.start_copy = self._start_copy
+        frontend.refresh = self.refresh
         self.frontend = frontend
         self._stop_scaling = threading.Event()
-        self._scaler: threading.Thread | None = None
+        self._manager: threading.Thread | None = None
+
+    @property
+    def components(self) -> Mapping[str, Component]:
+        return self.copies.components
+
+    def refresh(self) -> list[Component]:
+        """Read the store's manifest; returns the components new or changed since."""
+        with self._refresh_lock:
+            read = self.store.manifest()
+            if read is None:
+                self.copies.update(None, {})
+                return []
+            served = served_manifest(read, self.endpoint_name)
+            for name in sorted(set(self.min_copies) - set(served.models)):
+                log.warning("models.%s: min_copies names no model of the store; ignored", name)
+            components = components_of(served, self.min_copies)
+            changed = self.copies.update(served, components)
+            return [components[name] for name in changed]
+
+    def _served_document(self) -> dict[str, Any] | None:
+        """GET /deploy/manifest.json: the manifest as an endpoint of components publishes it."""
+        self.refresh()
+        manifest = self.copies.manifest
+        return manifest.to_document() if manifest is not None else None
 
     def start(self) -> ComponentEndpoint:
         super().start()
         try:
-            for component in self.components.values():  # one copy each, as created
+            for component in self.refresh():  # one copy each, as created
                 self.platform.ensure_loaded(component.target_model, self.options.model_wait)
         except BaseException:
             self.stop()
             raise
-        if self.scale_to_zero_after is not None:
-            self._scaler = threading.Thread(
-                target=self._scale_in_loop, name="component-scale-in", daemon=True
-            )
-            self._scaler.start()
+        self._manager = threading.Thread(target=self._manage, name="component-copies", daemon=True)
+        self._manager.start()
         return self
 
     def stop(self) -> None:
         self._stop_scaling.set()
-        if self._scaler is not None:
-            self._scaler.join(10)
+        if self._manager is not None:
+            self._manager.join(10)
         super().stop()
 
     def _start_copy(self, component: Component) -> None:
@@ -301,7 +342,9 @@ class ComponentEndpoint(LocalEndpoint):
         if not self.copies.claim_start(component.name):
             return
         log.info("component %s has no copy: starting one", component.name)
+        self._load_in_background(component, started=True)
 
+    def _load_in_background(self, component: Component, *, started: bool = False) -> None:
         def load() -> None:
             ok = False
             try:
@@ -310,29 +353,45 @@ class ComponentEndpoint(LocalEndpoint):
             except Exception as exc:  # the next call tries again
                 log.warning("component %s: its copy failed to start: %s", component.name, exc)
             finally:
-                self.copies.started(component.name, ok)
+                if started:
+                    self.copies.started(component.name, ok)
 
         threading.Thread(target=load, name=f"copy-{component.name}", daemon=True).start()
 
-    def _scale_in_loop(self) -> None:
-        """Unload each component of min_copies 0 idle for `scale_to_zero_after` s."""
-        assert self.scale_to_zero_after is not None
+    def _manage(self) -> None:
+        """Re-read the manifest every `REFRESH_S`; scale idle components in."""
         idle = self.scale_to_zero_after
-        while not self._stop_scaling.wait(min(_SCALE_IN_CHECK_S, idle)):
-            loaded = {entry["target_model"]: entry for entry in self.platform.listing()["loaded"]}
-            for component in self.components.values():
-                entry = loaded.get(component.target_model)
-                if component.min_copies > 0 or entry is None or entry["calls_in_flight"]:
-                    continue
-                if time.time() - float(entry["last_used"]) < idle:
-                    continue
-                if not self.copies.scaled_in(component.name):
-                    continue
-                log.info("component %s idle for %gs: scaling in to 0 copies", component.name, idle)
+        refreshed = time.monotonic()
+        while not self._stop_scaling.wait(min(_SCALE_IN_CHECK_S, idle or _SCALE_IN_CHECK_S)):
+            if time.monotonic() - refreshed >= REFRESH_S:
+                refreshed = time.monotonic()
                 try:
-                    self.platform.unload(component.target_model)
+                    changed = self.refresh()
                 except LocalEndpointError as exc:
-                    log.warning("component %s: unloading failed: %s", component.name, exc)
+                    log.warning("cannot read the store's manifest: %s", exc)
+                    changed = []
+                for component in changed:
+                    log.info("component %s: model %s", component.name, component.target_model)
+                    self._load_in_background(component)
+            if idle is not None:
+                self._scale_in(idle)
+
+    def _scale_in(self, idle: float) -> None:
+        """Unload each component of min_copies 0 nobody called for `idle` seconds."""
+        loaded = {entry["target_model"]: entry for entry in self.platform.listing()["loaded"]}
+        for component in self.components.values():
+            entry = loaded.get(component.target_model)
+            if component.min_copies > 0 or entry is None or entry["calls_in_flight"]:
+                continue
+            if time.time() - float(entry["last_used"]) < idle:
+                continue
+            if not self.copies.scaled_in(component.name):
+                continue
+            log.info("component %s idle for %gs: scaling in to 0 copies", component.name, idle)
+            try:
+                self.platform.unload(component.target_model)
+            except LocalEndpointError as exc:
+                log.warning("component %s: unloading failed: %s", component.name, exc)
 
     def listing(self) -> dict[str, Any]:
         document = super().listing()

@@ -131,6 +131,21 @@ def test_the_async_sdk_calls_a_model_by_its_component(endpoint: Any) -> None:
     np.testing.assert_array_equal(asyncio.run(_async_infer(endpoint.url)), A - B)
 
 
+def test_deploy_bench_loads_a_component_as_on_sagemaker(endpoint: Any) -> None:
+    from typer.testing import CliRunner
+
+    from deploy.cli import app
+
+    where = ["--endpoint-url", endpoint.url, "--endpoint", ENDPOINT]
+    run = ["bench", "detector", *where, "-c", "2", "--duration", "0.5", "--warmup", "0"]
+    result = CliRunner().invoke(app, [*run, "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    (step,) = report["steps"]
+    assert step["failed"] == 0 and step["ok"] > 0, step
+    assert report["failed"] is False
+
+
 def test_an_unknown_component_and_a_call_without_one_are_validation_errors(
     endpoint: Any,
 ) -> None:
