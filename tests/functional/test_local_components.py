@@ -146,6 +146,19 @@ def test_deploy_bench_loads_a_component_as_on_sagemaker(endpoint: Any) -> None:
     assert report["failed"] is False
 
 
+def test_the_boto3_call_deploy_up_prints_names_the_component(
+    endpoint: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from deploy.cli.lifecycle import _boto3_snippet
+
+    snippet = _boto3_snippet(endpoint.url, ENDPOINT, endpoint.copies.manifest.to_document())
+    assert snippet is not None
+    assert f"InferenceComponentName='{ENDPOINT}-detector'" in snippet
+    assert "TargetModel" not in snippet
+    exec(snippet, {})  # the printed snippet, run as a user would
+    assert '"outputs"' in capsys.readouterr().out
+
+
 def test_an_unknown_component_and_a_call_without_one_are_validation_errors(
     endpoint: Any,
 ) -> None:
