@@ -197,7 +197,7 @@ def wait_for(condition: Any, timeout: float, what: str) -> None:
 def test_deploy_serve_scales_a_component_to_zero_and_back_on_a_call(
     repository: Path, tmp_path: Path
 ) -> None:
-    """`deploy serve --hosting components --scale-to-zero-after 1` with `scorer` at
+    """`deploy serve --hosting components --scale-to-zero-after 2` with `scorer` at
     min_copies 0 in deploy.toml: idle, it unloads; a call gets SageMaker's no-capacity
     error and starts a copy; calls succeed once it has loaded. `detector` (min 1) stays."""
     from deploy.client import Endpoint, EndpointError, RetryPolicy
@@ -221,7 +221,7 @@ def test_deploy_serve_scales_a_component_to_zero_and_back_on_a_call(
             "--port",
             "0",
             "--scale-to-zero-after",
-            "1",
+            "2",
             "--state-dir",
             str(port_file),
         ],
