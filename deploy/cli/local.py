@@ -126,7 +126,8 @@ def serve(
             "--mode",
             help="multi-model (SageMaker MME); single-model: the inf1 layout, every model "
             "of the repository STORE loaded behind a generated router; async: the same "
-            "layout behind InvokeEndpointAsync, requests and answers in S3 (--async-output).",
+            "layout behind InvokeEndpointAsync, requests and answers in S3 (--async-output); "
+            "components: one inference component per model, by InferenceComponentName.",
         ),
     ] = "multi-model",
     async_output: Annotated[
