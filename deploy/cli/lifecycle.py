@@ -257,12 +257,18 @@ def _boto3_snippet(url: str, endpoint_name: str, manifest: dict[str, Any]) -> st
         )
     ]
     body = json.dumps({"inputs": inputs})
+    component = entry.get("inference_component")  # hosting components: no TargetModel
+    address = (
+        f"InferenceComponentName={component!r}"
+        if component
+        else f"TargetModel={entry['target_model']!r}"
+    )
     return (
         "import boto3\n"
         f'rt = boto3.client("sagemaker-runtime", endpoint_url="{url}", region_name="us-east-1",\n'
         '                  aws_access_key_id="x", aws_secret_access_key="x")\n'
         f"answer = rt.invoke_endpoint(EndpointName={endpoint_name!r}, "
-        f"TargetModel={entry['target_model']!r},  # {name}\n"
+        f"{address},  # {name}\n"
         f'                            ContentType="application/json", Body={body!r})\n'
         'print(answer["Body"].read())'
     )

@@ -126,7 +126,8 @@ def serve(
             "--mode",
             help="multi-model (SageMaker MME); single-model: the inf1 layout, every model "
             "of the repository STORE loaded behind a generated router; async: the same "
-            "layout behind InvokeEndpointAsync, requests and answers in S3 (--async-output).",
+            "layout behind InvokeEndpointAsync, requests and answers in S3 (--async-output); "
+            "components: one inference component per model, by InferenceComponentName.",
         ),
     ] = "multi-model",
     async_output: Annotated[
@@ -165,6 +166,15 @@ def serve(
             help="--hosting async: requests run at once (MaxConcurrentInvocationsPerInstance).",
         ),
     ] = 4,
+    scale_to_zero_after: Annotated[
+        float | None,
+        typer.Option(
+            "--scale-to-zero-after",
+            min=0.1,
+            help="--hosting components: unload a component of min_copies 0 idle this many "
+            "seconds; its next call gets SageMaker's no-capacity error and starts a copy.",
+        ),
+    ] = None,
     profile: Annotated[
         str | None,
         typer.Option("--profile", help="AWS profile for an s3:// STORE (default: AWS_PROFILE)."),
@@ -282,6 +292,7 @@ def serve(
             async_inputs=tuple(async_input or ()),
             async_max_concurrent=async_max_concurrent,
             async_max_queued=async_max_queued,
+            scale_to_zero_after=scale_to_zero_after,
         ),
     )
 

@@ -31,6 +31,7 @@ from deploy.client._sync import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Endpoint
 _TLS_SHUTDOWN_S = 0.25
 _SIGNING_NAME = "sagemaker"
 _TARGET_MODEL_HEADER = "X-Amzn-SageMaker-Target-Model"
+_INFERENCE_COMPONENT_HEADER = "X-Amzn-SageMaker-Inference-Component"
 
 
 class AsyncEndpoint:
@@ -117,7 +118,10 @@ class AsyncEndpoint:
             again = await self._prepare(
                 model, inputs, outputs, target_model, class_count, parameters, sticky_key
             )
-            if again.route.target_model == prepared.route.target_model:
+            if (again.route.target_model, again.route.inference_component) == (
+                prepared.route.target_model,
+                prepared.route.inference_component,
+            ):
                 raise
             return await self._send(again)
 
@@ -251,6 +255,8 @@ class AsyncEndpoint:
         headers = {"Content-Type": prepared.request.content_type}
         if prepared.route.target_model is not None:
             headers[_TARGET_MODEL_HEADER] = prepared.route.target_model
+        if prepared.route.inference_component is not None:
+            headers[_INFERENCE_COMPONENT_HEADER] = prepared.route.inference_component
         if not self._signed or self._signer is None:
             return headers
         from botocore.awsrequest import AWSRequest

@@ -42,6 +42,7 @@ from deploy.client.dtypes import FIXED_DTYPES
 from deploy.client.manifest import (
     ASYNC,
     ASYNC_MAX_REQUEST,
+    INFERENCE_COMPONENT_HEADER,
     MULTI_MODEL,
     REALTIME_MAX_REQUEST,
     ROUTER,
@@ -83,7 +84,8 @@ class AsyncTarget:
 @dataclass(frozen=True, slots=True)
 class Route:
     """Where a request goes: the TargetModel header (or None), extra parameters,
-    and the asynchronous endpoint when it goes through S3."""
+    the asynchronous endpoint when it goes through S3, and the InferenceComponentName
+    header (an endpoint of inference components: then no TargetModel)."""
 
     model: str
     target_model: str | None
@@ -91,6 +93,7 @@ class Route:
     parameters: dict[str, Any] = field(default_factory=dict)
     from_manifest: bool = False
     asynchronous: AsyncTarget | None = None
+    inference_component: str | None = None
 
 
 class Prepared:
@@ -258,6 +261,8 @@ def _route(
                 "endpoint when manifest= is left out)",
             )
         return Route(model, None, info, {ROUTER_PARAMETER: name}, info is not None, through_s3)
+    if manifest is not None and manifest.addressing == INFERENCE_COMPONENT_HEADER:
+        return _component_route(model, target_model, info, manifest)
     if target_model is not None:
         return Route(model, target_model, info)
     if info is not None:
@@ -276,6 +281,40 @@ def _route(
         + (f" ({reason})" if reason else ""),
         where=f"model {model!r}",
         fix="pass manifest=<path or s3://.../manifest.json> to the endpoint, or target_model=",
+    )
+
+
+def _component_route(
+    model: str, target_model: str | None, info: ModelInfo | None, manifest: Manifest
+) -> Route:
+    """An endpoint of inference components: the model's component, named in the
+    InferenceComponentName header; SageMaker takes no TargetModel there."""
+    where = f"model {model!r}"
+    if info is None:
+        known = ", ".join(sorted(manifest.models)) or "none"
+        raise ModelNotFoundError(
+            f"model {model!r} is not in the manifest {manifest.source}",
+            where=where,
+            fix=f"known models: {known}",
+        )
+    if info.inference_component is None:
+        raise ManifestError(
+            f"models.{info.name} names no inference_component, which hosting "
+            f"{manifest.hosting!r} needs",
+            where=manifest.source,
+            fix="use the manifest the endpoint's stage published (`deploy up` names each "
+            "model's component)",
+        )
+    if target_model is not None and target_model != info.target_model:
+        # The component serves the model's archive only (a smoke test may name it).
+        raise ModelNotFoundError(
+            f"target_model={target_model!r}: the endpoint hosts inference components, "
+            f"whose {info.inference_component!r} serves {info.target_model!r} only",
+            where=where,
+            fix="leave out target_model=; the manifest names each model's component",
+        )
+    return Route(
+        model, None, info, from_manifest=True, inference_component=info.inference_component
     )
 
 

@@ -28,6 +28,7 @@ from deploy.client._connections import Connections, header_line
 SIGNING_NAME = "sagemaker"
 # botocore's names for InvokeEndpoint's header members (service model 2017-05-13).
 TARGET_MODEL = "X-Amzn-SageMaker-Target-Model"
+INFERENCE_COMPONENT = "X-Amzn-SageMaker-Inference-Component"
 CUSTOM_ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
 INFERENCE_ID = "X-Amzn-SageMaker-Inference-Id"
 
@@ -64,8 +65,9 @@ class DirectInvoker:
         self._auth = SigV4Auth
         self._request = AWSRequest
         self._agent_line = header_line("User-Agent", user_agent)
-        # The head's fixed start per target model (None: send through `invoke`).
-        self._heads: dict[str | None, bytes | None] = {}
+        # The head's fixed start per (target model, inference component) (None: send
+        # through `invoke`).
+        self._heads: dict[tuple[str | None, str | None], bytes | None] = {}
 
     def headers(
         self,
@@ -76,11 +78,14 @@ class DirectInvoker:
         accept: str | None = None,
         custom_attributes: str | None = None,
         inference_id: str | None = None,
+        inference_component: str | None = None,
     ) -> dict[str, str]:
         """The request's headers, signed when there are credentials."""
         headers = {"Content-Type": content_type}
         if target_model is not None:
             headers[TARGET_MODEL] = target_model
+        if inference_component is not None:
+            headers[INFERENCE_COMPONENT] = inference_component
         if custom_attributes is not None:
             headers[CUSTOM_ATTRIBUTES] = custom_attributes
         if inference_id is not None:
@@ -102,6 +107,7 @@ class DirectInvoker:
         left: float,
         *,
         target_model: str | None = None,
+        inference_component: str | None = None,
     ) -> tuple[int, Any, bytes]:
         """Status, headers and the whole body of one call within `left` seconds.
 
@@ -109,7 +115,9 @@ class DirectInvoker:
         Failures raise botocore's exceptions (see `Connections.request`),
         and ValueError for a Content-Length that is not a number, as botocore.
         """
-        headers = self.headers(body, content_type, target_model=target_model)
+        headers = self.headers(
+            body, content_type, target_model=target_model, inference_component=inference_component
+        )
         status, answer_headers, data = self.connections.request("POST", body, headers, left)
         return _checked(status, answer_headers, data)
 
@@ -121,12 +129,21 @@ class DirectInvoker:
         left: float,
         *,
         target_model: str | None = None,
+        inference_component: str | None = None,
     ) -> tuple[int, Any, bytes]:
         """`invoke` with the body in pieces (`size` bytes in all): unsigned, they go
         to the socket as they are; signed, they are joined (SigV4 hashes the body)."""
-        start = self._head_start(target_model) if self.credentials is None else None
+        start = None
+        if self.credentials is None:
+            start = self._head_start(target_model, inference_component)
         if start is None:
-            return self.invoke(b"".join(parts), content_type, left, target_model=target_model)
+            return self.invoke(
+                b"".join(parts),
+                content_type,
+                left,
+                target_model=target_model,
+                inference_component=inference_component,
+            )
         head = b"%sContent-Length: %d\r\nContent-Type: %s\r\n%s\r\n" % (
             self.connections.head_prefix,
             size,
@@ -136,20 +153,34 @@ class DirectInvoker:
         status, answer_headers, data = self.connections.send(head, parts, size, left)
         return _checked(status, answer_headers, data)
 
-    def _head_start(self, target_model: str | None) -> bytes | None:
-        """The header lines after Content-Type (the target model, User-Agent), in the
-        order `headers` gives them; None where http.client must check them."""
+    def _head_start(
+        self, target_model: str | None, inference_component: str | None = None
+    ) -> bytes | None:
+        """The header lines after Content-Type (the target model, the inference
+        component, User-Agent), in the order `headers` gives them; None where
+        http.client must check them."""
+        key = (target_model, inference_component)
         try:
-            return self._heads[target_model]
+            return self._heads[key]
         except KeyError:
             pass
         lines: bytes | None = None
         target = b"" if target_model is None else header_line(TARGET_MODEL, target_model)
-        if self.connections.head_prefix is not None and target is not None and self._agent_line:
-            lines = target + self._agent_line
+        component = (
+            b""
+            if inference_component is None
+            else header_line(INFERENCE_COMPONENT, inference_component)
+        )
+        if (
+            self.connections.head_prefix is not None
+            and target is not None
+            and component is not None
+            and self._agent_line
+        ):
+            lines = target + component + self._agent_line
         if len(self._heads) > 64:  # many target models: keep the most recent few
             self._heads.clear()
-        self._heads[target_model] = lines
+        self._heads[key] = lines
         return lines
 
 

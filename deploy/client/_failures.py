@@ -28,6 +28,7 @@ _NOT_FOUND_HINTS = (
     "failed to download model",
     "not in the store",
     "no archive",
+    "no inference component",
 )
 # Triton's and the SageMaker platform's wording for a model that did not load.
 _LOAD_FAILURE_HINTS = (
@@ -35,6 +36,16 @@ _LOAD_FAILURE_HINTS = (
     "failed to load",
     "unable to load",
     "unavailable state",
+)
+# SageMaker's ValidationError for an inference component with no copy (scaled to zero):
+# "Inference Component has no capacity to process this request. ApplicationAutoScaling
+# may be in-progress (if configured) or try to increase the capacity by invoking
+# UpdateInferenceComponentRuntimeConfig API." The failed call counts in the
+# NoCapacityInvocationFailures metric, whose alarm starts a copy: a retry may succeed.
+_NO_CAPACITY_HINT = "has no capacity to process this request"
+_NO_CAPACITY_FIX = (
+    "the model's inference component has no copy (it scaled to zero); one is starting "
+    "(minutes on SageMaker): retry later, or raise its min_copies"
 )
 # An AWS error answer is a small JSON object; a larger body is kept as text, unparsed.
 MAX_ERROR_DOCUMENT = 1024 * 1024
@@ -76,6 +87,12 @@ def to_exception(answer: ErrorAnswer, *, endpoint: str, model: str) -> ClientErr
         )
     if code in _TRANSIENT_CODES or (status in _TRANSIENT_STATUSES and code != "ValidationError"):
         return TransientError(EndpointError(answer.message, code=code, status=status, where=where))
+    if code == "ValidationError" and _NO_CAPACITY_HINT in answer.message.lower():
+        return TransientError(
+            EndpointError(
+                answer.message, code=code, status=status, where=where, fix=_NO_CAPACITY_FIX
+            )
+        )
     if status == 413:
         return EndpointError(
             f"the endpoint refused the request size: {answer.message}",

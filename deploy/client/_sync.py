@@ -184,7 +184,10 @@ class Endpoint:
             again = self._prepare(
                 model, inputs, outputs, target_model, class_count, parameters, sticky_key
             )
-            if again.route.target_model == prepared.route.target_model:
+            if (again.route.target_model, again.route.inference_component) == (
+                prepared.route.target_model,
+                prepared.route.inference_component,
+            ):
                 raise
             return self._send(again)
 
@@ -307,6 +310,7 @@ class Endpoint:
                     prepared.content_type,
                     budget,
                     target_model=prepared.route.target_model,
+                    inference_component=prepared.route.inference_component,
                 )
                 if status < 300:
                     return data, headers.get("Content-Type")
@@ -373,6 +377,8 @@ class Endpoint:
         }
         if prepared.route.target_model is not None:
             request["TargetModel"] = prepared.route.target_model
+        if prepared.route.inference_component is not None:
+            request["InferenceComponentName"] = prepared.route.inference_component
         response = self.runtime.invoke_endpoint(**request)
         return response["Body"].read(), response.get("ContentType")
 

@@ -39,8 +39,8 @@ multi-model endpoint (the archive's key), or the request parameter
 `target_model` that the router of a single-model endpoint reads. Which of
 the two a hosting uses, and the largest request body it takes, the manifest
 publishes in `invoke` (`addressing`: `TARGET_MODEL_HEADER`, `ROUTER`, or
-`INFERENCE_COMPONENT_HEADER`, which this version does not send yet and so
-refuses; `max_request_bytes`). A manifest without it
+`INFERENCE_COMPONENT_HEADER`: each model's `inference_component` in the
+InferenceComponentName header, no TargetModel; `max_request_bytes`). A manifest without it
 (format 1.0) gets them from `ADDRESSING[hosting]` and `MAX_REQUEST_BYTES[hosting]`.
 An async lane is an endpoint of hosting async: it takes `MAX_REQUEST_BYTES[ASYNC]`.
 
@@ -98,10 +98,9 @@ TARGET_MODEL_HEADER = "target-model-header"
 ROUTER = "router-parameter"
 ROUTER_PARAMETER = "target_model"
 # An inference component's name in the X-Amzn-SageMaker-Inference-Component header
-# (InferenceComponentName): published by a hosting that uses it; this version sends
-# the two above only, so a reader refuses it (`ADDRESSINGS` are those it sends).
+# (InferenceComponentName): the model's `inference_component`, and no TargetModel.
 INFERENCE_COMPONENT_HEADER = "inference-component-header"
-ADDRESSINGS = frozenset({TARGET_MODEL_HEADER, ROUTER})
+ADDRESSINGS = frozenset({TARGET_MODEL_HEADER, ROUTER, INFERENCE_COMPONENT_HEADER})
 ADDRESSING: Mapping[str, str] = {
     MULTI_MODEL: TARGET_MODEL_HEADER,
     SINGLE_MODEL: ROUTER,
@@ -378,8 +377,8 @@ class Manifest:
 
     @property
     def addressing(self) -> str:
-        """`TARGET_MODEL_HEADER` or `ROUTER`: how a request names its model (as
-        published, else as this version's hosting table says)."""
+        """`TARGET_MODEL_HEADER`, `ROUTER` or `INFERENCE_COMPONENT_HEADER`: how a
+        request names its model (as published, else as this version's hosting table says)."""
         return self.invoke.addressing if self.invoke is not None else ADDRESSING[self.hosting]
 
     @property
@@ -391,11 +390,18 @@ class Manifest:
         return MAX_REQUEST_BYTES[self.hosting]
 
     def find(self, name: str) -> ModelInfo | None:
-        """A model by logical name, or by its current TargetModel."""
+        """A model by logical name, or by its current TargetModel or inference component."""
         info = self.models.get(name)
         if info is not None:
             return info
-        return next((item for item in self.models.values() if item.target_model == name), None)
+        return next(
+            (
+                item
+                for item in self.models.values()
+                if name in (item.target_model, item.inference_component)
+            ),
+            None,
+        )
 
     def to_document(self) -> dict[str, Any]:
         document: dict[str, Any] = {"format": MANIFEST_FORMAT, "hosting": self.hosting}

@@ -56,7 +56,7 @@ from deploy.hosting.component_sizing import (
     component_specs,
 )
 from deploy.hosting.layout import StagePackage
-from deploy.hosting.mode import HostingMode
+from deploy.hosting.mode import HostingMode, LocalServing
 from deploy.hosting.per_model import PerModelLayout
 
 if TYPE_CHECKING:
@@ -179,4 +179,7 @@ MODE = HostingMode(
     scales_to_zero=True,
     components=desired_components,
     bind_manifest=published_manifest,
+    # A copy per component in tritonserver, by InferenceComponentName
+    # (deploy.local.modes.components).
+    local=LocalServing("components"),
 )

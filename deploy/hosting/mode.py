@@ -21,7 +21,8 @@ A mode is composed of parts, not subclassed:
 - `capacity`: what the endpoint runs on (instances, or serverless memory and
   concurrency; `deploy.hosting.capacity`), as the plan compares and prices it;
 - `addressing` (from the manifest contract): how the SDK and the smoke test name
-  a model: SageMaker's TargetModel, or the router's request parameter;
+  a model: SageMaker's TargetModel, the router's request parameter, or the
+  model's InferenceComponentName;
 - `components`, `bind_manifest`: hosting components' inference components (one
   per model, which `deploy up` creates, updates and deletes itself) and the
   published manifest that names each model's component.
@@ -124,7 +125,7 @@ class HostingMode:
 
     @property
     def addressing(self) -> str:
-        """`deploy.client.manifest.TARGET_MODEL_HEADER` or `ROUTER`."""
+        """How a request names a model (`deploy.client.manifest.ADDRESSINGS`)."""
         return ADDRESSING[self.name]
 
     @property

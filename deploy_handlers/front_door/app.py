@@ -3,7 +3,8 @@
 Routes: `POST /v2/models/{model}/infer`, `GET /v2/models/{model}`,
 `GET /v2/health/ready`. The model name is looked up in the model store's
 manifest, which also says how the endpoint is addressed (its `TargetModel`,
-or the router's `target_model` parameter) and the largest request it takes;
+the router's `target_model` parameter, or the model's inference component:
+`InferenceComponentName`) and the largest request it takes;
 the request goes to the endpoint in Triton's binary protocol and comes back
 as KServe v2 JSON.
 
@@ -30,6 +31,7 @@ from .binary import decode_response, encode_request
 from .logs import get_logger
 from .manifest import ManifestCache, ManifestError
 from .manifest_format import (
+    INFERENCE_COMPONENT_HEADER,
     ROUTER_PARAMETER,
     STICKY_KEY_HEADER,
     TARGET_MODEL_HEADER,
@@ -171,6 +173,11 @@ class FrontDoor:
         if manifest.addressing == TARGET_MODEL_HEADER:
             target_model = split(entry, sticky_key)
             addressed["TargetModel"] = target_model
+        elif manifest.addressing == INFERENCE_COMPONENT_HEADER:
+            if entry.inference_component is None:
+                log.error("the manifest names no inference component", extra={"model": model})
+                return _error(502, f"the endpoint's manifest names no component for {model!r}")
+            addressed["InferenceComponentName"] = entry.inference_component
         else:
             routed[ROUTER_PARAMETER] = entry.target_model
         # Every RequestError (400/415) is raised here, before the endpoint is called.

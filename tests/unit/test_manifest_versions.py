@@ -150,10 +150,10 @@ def test_a_hosting_this_version_does_not_know_is_read_when_its_addressing_is_kno
 
 def test_an_addressing_this_version_cannot_send_is_refused_naming_it() -> None:
     document = newer_minor()
-    document["invoke"]["addressing"] = contract.INFERENCE_COMPONENT_HEADER
+    document["invoke"]["addressing"] = "session-affinity-header"  # a future addressing
     with pytest.raises(ManifestError) as raised:
         Manifest.parse(document, "s3://store/manifest.json")
-    assert "inference-component-header" in raised.value.message
+    assert "session-affinity-header" in raised.value.message
     assert raised.value.where == "s3://store/manifest.json: invoke"
     assert "pip install -U triton-sagemaker-deploy" in str(raised.value.fix)
 

@@ -929,6 +929,11 @@ class FrontEnd:
                     names[entry["target_model"]] = name
         return 200, [("Content-Type", METRICS_CONTENT_TYPE)], self.metrics.exposition(names)
 
+    async def invoke_platform(self, request: Request, endpoint: str) -> Reply:
+        """InvokeEndpoint on the multi-model platform, by the request's TargetModel (for
+        an invoker that maps its own addressing onto the platform's models)."""
+        return await self._invoke(request, endpoint)
+
     async def _invoke(self, request: _Request, endpoint: str) -> Reply:
         if endpoint != self.endpoint_name:
             return wire.validation_error(

@@ -31,6 +31,8 @@ class ServeRequest:
     async_inputs: tuple[str, ...] = ()
     async_max_concurrent: int = 4
     async_max_queued: int = 1000
+    # Hosting components: a component of min_copies 0 idle this long unloads (None: never).
+    scale_to_zero_after: float | None = None
 
 
 def _per_model(request: ServeRequest) -> None:
@@ -72,8 +74,24 @@ def _asynchronous(request: ServeRequest) -> None:
     )
 
 
+def _components(request: ServeRequest) -> None:
+    from deploy.config import load_settings
+    from deploy.local.modes.components import serve_components_forever
+
+    models = load_settings().models  # the stage's [stages.X.models.NAME] min_copies
+    serve_components_forever(
+        request.store,
+        request.options,
+        min_copies={name: model.min_copies for name, model in models.items()},
+        scale_to_zero_after=request.scale_to_zero_after,
+        package_dir=request.package_dir,
+        state_dir=request.state_dir,
+    )
+
+
 SERVERS: Mapping[str, Callable[[ServeRequest], None]] = {
     "per-model": _per_model,
+    "components": _components,
     "router": _router,
     "async": _asynchronous,
 }
