@@ -27,6 +27,7 @@ from deploy.client._errors import (
 )
 from deploy.client._failures import ErrorAnswer, answer_from_response, to_exception
 from deploy.client._manifest import ModelInfo
+from deploy.client._metrics import Call, MetricsOption, MetricsSink, counted, sink_for
 from deploy.client._result import InferResult
 from deploy.client._retry import Attempts, RetryPolicy, TransientError
 
@@ -70,6 +71,12 @@ class Endpoint:
     sends the lane's InvokeEndpointAsync elsewhere than `endpoint_url`
     (a second local endpoint). Only objects under the manifest's own
     asynchronous prefixes, in its bucket, are read, written or deleted.
+
+    `metrics` writes one CloudWatch embedded-metric record per `infer` call
+    (latency, errors by class, payload bytes under the logical model name and
+    its TargetModel; `deploy.client.model_metrics`): True to standard output,
+    or to a stream or `logging.Logger` given; None (the default) follows the
+    `DEPLOY_MODEL_METRICS` environment variable (`stdout`, `stderr`, unset: off).
     """
 
     def __init__(
@@ -88,6 +95,7 @@ class Endpoint:
         transport: Literal["direct", "boto3"] = "direct",
         async_options: AsyncInferenceOptions | None = None,
         async_endpoint_url: str | None = None,
+        metrics: MetricsOption = None,
     ) -> None:
         if transport not in ("direct", "boto3"):
             raise ValueError(f"transport must be 'direct' or 'boto3', not {transport!r}")
@@ -102,6 +110,7 @@ class Endpoint:
         self.max_payload_bytes = max_payload_bytes
         self.async_options = async_options or AsyncInferenceOptions()
         self.async_endpoint_url = async_endpoint_url
+        self._metrics: MetricsSink | None = sink_for(metrics, self.name)
         self._async_client: AsyncInferenceClient | None = None
         self._async_runtimes: dict[str | None, Any] = {}
         self._session = session
@@ -150,18 +159,46 @@ class Endpoint:
         (read them with `result.classes(name)`). Outputs are read-only views
         into the response body, not copies (see `InferResult`).
         """
-        prepared = self._prepare(model, inputs, outputs, target_model, class_count, parameters)
+        if self._metrics is None:
+            return self._infer(model, inputs, outputs, target_model, class_count, parameters, None)
+        call = Call()
         try:
-            return self._send(prepared)
+            result = self._infer(
+                model, inputs, outputs, target_model, class_count, parameters, call
+            )
+        except Exception as exc:
+            if counted(exc):
+                self._metrics.emit(call, exc)
+            raise
+        self._metrics.emit(call, None)
+        return result
+
+    def _infer(
+        self,
+        model: str,
+        inputs: Mapping[str, Any],
+        outputs: Sequence[str] | None,
+        target_model: str | None,
+        class_count: int | None,
+        parameters: Mapping[str, Any] | None,
+        call: Call | None,
+    ) -> InferResult:
+        prepared = self._prepare(
+            model, inputs, outputs, target_model, class_count, parameters, call
+        )
+        try:
+            return self._send(prepared, call)
         except ModelNotFoundError:
             # The manifest may have moved on (a new archive name): re-read it once.
             if not prepared.route.from_manifest:
                 raise
             self._manifest.refresh(self.discovery_timeout)
-            again = self._prepare(model, inputs, outputs, target_model, class_count, parameters)
+            again = self._prepare(
+                model, inputs, outputs, target_model, class_count, parameters, call
+            )
             if again.route.target_model == prepared.route.target_model:
                 raise
-            return self._send(again)
+            return self._send(again, call)
 
     def submit(
         self,
@@ -216,11 +253,14 @@ class Endpoint:
         target_model: str | None,
         class_count: int | None,
         parameters: Mapping[str, Any] | None,
+        call: Call | None = None,
     ) -> Prepared:
         manifest = self._manifest.get(self.discovery_timeout)
         origin = self._manifest.origin
         chosen = self._routes.get(model, target_model, manifest, self._manifest.reason, origin)
-        return prepare(
+        if call is not None:
+            call.route = chosen
+        prepared = prepare(
             chosen,
             inputs,
             outputs,
@@ -231,13 +271,16 @@ class Endpoint:
             manifest=manifest,
             origin=origin,
         )
+        if call is not None:
+            call.route, call.request_bytes = prepared.route, prepared.size
+        return prepared
 
     @property
     def discovery_timeout(self) -> float:
         """How long finding the manifest may take on first use: a call's `timeout`."""
         return min(self.timeout, self.retries.total_timeout)
 
-    def _send(self, prepared: Prepared) -> InferResult:
+    def _send(self, prepared: Prepared, call: Call | None = None) -> InferResult:
         if prepared.route.asynchronous is not None:
             client = self._asynchronous()
             return client.wait(client.submit(prepared, self.name))
@@ -249,6 +292,8 @@ class Endpoint:
             except TransientError as failure:
                 time.sleep(attempts.delay_after(failure))
                 continue
+            if call is not None:
+                call.response_bytes = len(body)
             return finish(prepared, body, content_type)
 
     def _invoke(self, prepared: Prepared, left: float) -> tuple[bytes, str | None]:

@@ -129,9 +129,7 @@ class FrontDoor:
         log.info("request", extra=fields)
         return answer
 
-    def _route(
-        self, route: str, model: str, event: dict[str, Any], call: Call | None
-    ) -> Response:
+    def _route(self, route: str, model: str, event: dict[str, Any], call: Call | None) -> Response:
         if route == "GET /v2/health/ready":
             return self.ready()
         if route == "GET /v2/models/{model}":
@@ -174,9 +172,7 @@ class FrontDoor:
             },
         )
 
-    def infer(
-        self, model: str, body: Body | str | bytes, *, call: Call | None = None
-    ) -> Response:
+    def infer(self, model: str, body: Body | str | bytes, *, call: Call | None = None) -> Response:
         """Answer one request: v2 JSON (`str`/`bytes` or a JSON `Body`) or the binary protocol.
 
         `call`, if given, is filled in with what the request did (for its metrics)."""
