@@ -26,6 +26,7 @@ from constructs import Construct
 
 from deploy.hosting.component_sizing import ComponentSpec, component_name
 from deploy_infra.constructs.autoscaling import SAGEMAKER_AUTOSCALING_ROLE
+from deploy_infra.constructs.model_metrics import TRITON_METRICS_ENV, metrics_config
 from deploy_infra.constructs.sagemaker_endpoint import (
     VARIANT_NAME,
     endpoint_arn,
@@ -64,6 +65,7 @@ class ComponentsEndpoint(Construct):
         security_group: ec2.ISecurityGroup,
         specs: Sequence[ComponentSpec],
         inference_ami_version: str | None = None,
+        detailed_observability: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         self.endpoint_name = endpoint_name
@@ -127,6 +129,7 @@ class ComponentsEndpoint(Construct):
                 )
             ],
             kms_key_id=key.key_arn if encrypt_volume else None,
+            metrics_config=metrics_config(detailed_observability),
         )
         # SageMaker checks the role when it creates the config.
         self.endpoint_config.node.add_dependency(self.role)
@@ -149,7 +152,10 @@ class ComponentsEndpoint(Construct):
                     container=sagemaker.CfnInferenceComponent.InferenceComponentContainerSpecificationProperty(
                         image=image_uri,
                         artifact_url=f"s3://{bucket.bucket_name}/{archive_keys[spec.model]}",
-                        environment={"SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": spec.model},
+                        environment={
+                            "SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": spec.model,
+                            **TRITON_METRICS_ENV,
+                        },
                     ),
                     compute_resource_requirements=sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty(
                         min_memory_required_in_mb=needs.memory_mb,

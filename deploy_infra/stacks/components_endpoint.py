@@ -88,6 +88,7 @@ class ComponentsEndpointStack(Stack):
             security_group=network.endpoint_security_group,
             specs=specs,
             inference_ami_version=inference_ami(infra.triton_version, spec),
+            detailed_observability=infra.detailed_observability,
         )
         topic = alarm_topic(
             self,

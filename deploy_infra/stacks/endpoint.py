@@ -11,6 +11,7 @@ from deploy.config import DeploySettings
 from deploy.guardrails import policy_for
 from deploy_infra.constructs.autoscaling import VariantAutoscaling
 from deploy_infra.constructs.mme_endpoint import MultiModelEndpoint
+from deploy_infra.constructs.model_metrics import dashboard_models
 from deploy_infra.constructs.model_store import ModelStore
 from deploy_infra.constructs.monitoring import (
     AlarmThresholds,
@@ -80,6 +81,7 @@ class EndpointStack(Stack):
             rollout=policy_for(settings),
             data_capture_percent=infra.data_capture_percent if infra.data_capture else None,
             inference_ami_version=inference_ami(infra.triton_version, spec),
+            detailed_observability=infra.detailed_observability,
         )
         VariantAutoscaling(
             self,
@@ -98,6 +100,7 @@ class EndpointStack(Stack):
             endpoint_name=settings.endpoint_name,
             variant_name=VARIANT_NAME,
             has_gpu=spec.has_gpu,
+            models=dashboard_models(self, settings),
         )
         CfnOutput(self, "EndpointName", value=settings.endpoint_name)
         CfnOutput(self, "VariantName", value=VARIANT_NAME)
