@@ -73,7 +73,7 @@ _THROTTLING_CODES = frozenset(
 
 def directive() -> list[dict[str, Any]]:
     """The `_aws.CloudWatchMetrics` member: which members are metrics, under which
-    dimension sets (a new list each time: a record's caller may change it)."""
+    dimension sets (a new list each time)."""
     return [
         {
             "Namespace": NAMESPACE,
@@ -81,6 +81,10 @@ def directive() -> list[dict[str, Any]]:
             "Metrics": [{"Name": name, "Unit": unit} for name, unit in UNITS.items()],
         }
     ]
+
+
+# Shared by every record (built once: a record is written out as soon as it is made).
+_DIRECTIVE = directive()
 
 
 def error_class(status: int, code: str | None = None) -> str | None:
@@ -110,14 +114,15 @@ def record(
     error: str | None = None,
     timestamp_ms: int | None = None,
 ) -> dict[str, Any]:
-    """One call as an EMF object: the directive under `_aws`, the dimensions and metrics
-    as members. `error` is what `error_class` answered (None: a success)."""
+    """One call as an EMF object: the directive under `_aws` (one object shared by every
+    record: write it out, do not change it), the dimensions and metrics as members.
+    `error` is what `error_class` answered (None: a success)."""
     if error is not None and error not in ERROR_METRICS:
         raise ValueError(f"error must be one of {', '.join(ERROR_METRICS)} or None, not {error!r}")
     return {
         "_aws": {
             "Timestamp": int(time.time() * 1000) if timestamp_ms is None else timestamp_ms,
-            "CloudWatchMetrics": directive(),
+            "CloudWatchMetrics": _DIRECTIVE,
         },
         ENDPOINT: _value(endpoint, NO_TARGET),
         MODEL: _value(model, UNKNOWN_MODEL),
