@@ -103,6 +103,11 @@ class InfraSettings(BaseModel):
     notification_topic_arn: str | None = Field(None, description="Existing SNS topic for alarms.")
     data_capture: bool = Field(False, description="Capture requests/responses to the model store.")
     data_capture_percent: int = Field(100, ge=1, le=100, description="Sampling percentage.")
+    detailed_observability: bool = Field(
+        True,
+        description="EndpointConfig MetricsConfig.EnableDetailedObservability: container, "
+        "per-GPU and per-instance metrics.",
+    )
     api: bool = Field(True, description="Deploy the HTTP API front door (API Gateway + Lambda).")
     # Serverless hosting (ProductionVariant.ServerlessConfig): SageMaker's own bounds.
     serverless_memory_mb: int = Field(

@@ -29,6 +29,9 @@ from deploy.errors import ConfigError
 # The stage setting's default: existing stages keep the image they were deployed
 # with across upgrades of this tool (a new default would replace every endpoint).
 # `deploy init` writes NEW_STAGE_TRITON_VERSION into new projects instead.
+# The SageMaker Triton image's `serve` starts Triton with `--allow-metrics=false`
+# unless this is set: endpoints set it so Triton's metrics exist to be scraped.
+TRITON_METRICS_ENV = {"SAGEMAKER_TRITON_ALLOW_METRICS": "true"}
 DEFAULT_TRITON_VERSION = "24.09"
 NEW_STAGE_TRITON_VERSION = "26.05"
 

@@ -282,13 +282,29 @@ def status(
     stage: StageOption = None,
     region: RegionOption = None,
     profile: ProfileOption = None,
+    window: str | None = typer.Option(
+        None,
+        "--window",
+        help="AWS: each model's calls over this last window, such as 30m, 1h (default) or "
+        "2d, from its per-model metrics in CloudWatch.",
+    ),
 ) -> None:
-    """Show the endpoint, its scaling, the manifest's models and recent errors/latency."""
+    """Show the endpoint, its scaling, the manifest's models and each model's calls."""
     if not local:
-        document = _aws_provider(stage, region, profile, endpoint_name).status()
+        from deploy.aws.cloudwatch import parse_window
+
+        try:
+            window_s = parse_window(window or "1h")
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--window") from None
+        document = _aws_provider(stage, region, profile, endpoint_name).status(window_s=window_s)
         _render(document, as_json, "status")
         return
-    reject(ctx, AWS_FLAGS, because="to --local: the local endpoint runs on this machine")
+    reject(
+        ctx,
+        {**AWS_FLAGS, "window": "--window"},
+        because="to --local: the local endpoint counts calls since it started",
+    )
     endpoint_name = endpoint_name or "local"
     from deploy.cli.output import console, emit_json
     from deploy.lifecycle.local_provider import LocalProvider
@@ -320,23 +336,10 @@ def status(
 
 def _print_calls(rows: list[dict[str, Any]], out: Any) -> None:
     """Calls per logical model since the endpoint started (its /metrics)."""
-    from rich.table import Table
+    from deploy.lifecycle.render import render_calls
 
-    def ms(seconds: float | None) -> str:
-        return "-" if seconds is None else f"{seconds * 1000:.1f}"
-
-    table = Table("model", "calls", "p50 ms", "p99 ms", "errors", title="calls since start")
-    for row in rows:
-        errors = ", ".join(f"{n} {kind}" for kind, n in row["errors"].items() if n)
-        table.add_row(
-            row["model"] or f"({row['target_model']})",
-            str(row["calls"]),
-            ms(row["p50_seconds"]),
-            ms(row["p99_seconds"]),
-            errors or "0",
-        )
-    if table.row_count:
-        out.print(table)
+    if rows:
+        render_calls(rows, out, title="calls since start")
 
 
 def down(

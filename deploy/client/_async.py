@@ -24,6 +24,7 @@ from deploy.client._errors import (
 )
 from deploy.client._failures import ErrorAnswer, error_document, to_exception
 from deploy.client._manifest import ModelInfo
+from deploy.client._metrics import Call, MetricsOption, counted
 from deploy.client._result import InferResult
 from deploy.client._retry import Attempts, RetryPolicy, TransientError
 from deploy.client._sync import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Endpoint
@@ -58,6 +59,7 @@ class AsyncEndpoint:
         async_endpoint_url: str | None = None,
         manifest_ttl: float | None = DEFAULT_MANIFEST_TTL,
         sticky_key: str | None = None,
+        metrics: MetricsOption = None,
     ) -> None:
         if importlib.util.find_spec("aiohttp") is None:
             raise ModuleNotFoundError(
@@ -80,8 +82,10 @@ class AsyncEndpoint:
             async_endpoint_url=async_endpoint_url,
             manifest_ttl=manifest_ttl,
             sticky_key=sticky_key,
+            metrics=metrics,
         )
         self.name = self._sync.name
+        self._metrics = self._sync._metrics
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.retries = self._sync.retries
@@ -106,24 +110,51 @@ class AsyncEndpoint:
         sticky_key: str | None = None,
     ) -> InferResult:
         """See `Endpoint.infer`."""
+        if self._metrics is None:
+            return await self._infer(
+                model, inputs, outputs, target_model, class_count, parameters, sticky_key, None
+            )
+        call = Call()
+        try:
+            result = await self._infer(
+                model, inputs, outputs, target_model, class_count, parameters, sticky_key, call
+            )
+        except Exception as exc:
+            if counted(exc):
+                self._metrics.emit(call, exc)
+            raise
+        self._metrics.emit(call, None)
+        return result
+
+    async def _infer(
+        self,
+        model: str,
+        inputs: Mapping[str, Any],
+        outputs: Sequence[str] | None,
+        target_model: str | None,
+        class_count: int | None,
+        parameters: Mapping[str, Any] | None,
+        sticky_key: str | None,
+        call: Call | None,
+    ) -> InferResult:
         prepared = await self._prepare(
-            model, inputs, outputs, target_model, class_count, parameters, sticky_key
+            model, inputs, outputs, target_model, class_count, parameters, sticky_key, call
         )
         try:
-            return await self._send(prepared)
+            return await self._send(prepared, call)
         except ModelNotFoundError:
             if not prepared.route.from_manifest:
                 raise
             await asyncio.to_thread(self._manifest.refresh, self._sync.discovery_timeout)
             again = await self._prepare(
-                model, inputs, outputs, target_model, class_count, parameters, sticky_key
+                model, inputs, outputs, target_model, class_count, parameters, sticky_key, call
             )
             if (again.route.target_model, again.route.inference_component) == (
                 prepared.route.target_model,
                 prepared.route.inference_component,
             ):
                 raise
-            return await self._send(again)
+            return await self._send(again, call)
 
     async def submit(
         self,
@@ -176,6 +207,7 @@ class AsyncEndpoint:
         class_count: int | None,
         parameters: Mapping[str, Any] | None,
         sticky_key: str | None = None,
+        call: Call | None = None,
     ) -> Prepared:
         if not self._manifest.loaded:
             # Discovery and S3 reads are blocking boto3 calls; keep them off the loop.
@@ -190,7 +222,9 @@ class AsyncEndpoint:
             origin,
             self._sync.sticky_key if sticky_key is None else sticky_key,
         )
-        return prepare(
+        if call is not None:
+            call.route = chosen
+        prepared = prepare(
             chosen,
             inputs,
             outputs,
@@ -201,13 +235,16 @@ class AsyncEndpoint:
             manifest=manifest,
             origin=origin,
         )
+        if call is not None:
+            call.route, call.request_bytes = prepared.route, prepared.size
+        return prepared
 
-    async def _send(self, prepared: Prepared) -> InferResult:
+    async def _send(self, prepared: Prepared, call: Call | None = None) -> InferResult:
         if prepared.route.asynchronous is not None:
             # S3 transfers and InvokeEndpointAsync are boto3 calls: in a thread.
             client = self._sync._asynchronous()
-            call = await asyncio.to_thread(client.submit, prepared, self.name)
-            return await client.wait_async(call)
+            pending = await asyncio.to_thread(client.submit, prepared, self.name)
+            return await client.wait_async(pending)
         attempts = Attempts(self.retries, f"endpoint {self.name!r}")
         while True:
             attempts.start()
@@ -216,6 +253,8 @@ class AsyncEndpoint:
             except TransientError as failure:
                 await asyncio.sleep(attempts.delay_after(failure))
                 continue
+            if call is not None:
+                call.response_bytes = len(body)
             return finish(prepared, body, content_type)
 
     def _resolve(self) -> None:

@@ -32,6 +32,7 @@ from deploy.client._errors import (
 )
 from deploy.client._failures import ErrorAnswer, answer_from_response, to_exception
 from deploy.client._manifest import ModelInfo
+from deploy.client._metrics import Call, MetricsOption, MetricsSink, counted, sink_for
 from deploy.client._result import InferResult
 from deploy.client._retry import Attempts, RetryPolicy, TransientError
 
@@ -84,6 +85,12 @@ class Endpoint:
     same for one `sticky_key` (a session or user id; `infer(sticky_key=)`
     overrides this client's default). `result.target_model` says which one
     answered; `target_model=` picks one yourself and bypasses the split.
+
+    `metrics` writes one CloudWatch embedded-metric record per `infer` call
+    (latency, errors by class, payload bytes under the logical model name and
+    its TargetModel; `deploy.client.model_metrics`): True to standard output,
+    or to a stream or `logging.Logger` given; None (the default) follows the
+    `DEPLOY_MODEL_METRICS` environment variable (`stdout`, `stderr`, unset: off).
     """
 
     def __init__(
@@ -104,6 +111,7 @@ class Endpoint:
         async_endpoint_url: str | None = None,
         manifest_ttl: float | None = DEFAULT_MANIFEST_TTL,
         sticky_key: str | None = None,
+        metrics: MetricsOption = None,
     ) -> None:
         if transport not in ("direct", "boto3"):
             raise ValueError(f"transport must be 'direct' or 'boto3', not {transport!r}")
@@ -119,6 +127,7 @@ class Endpoint:
         self.async_options = async_options or AsyncInferenceOptions()
         self.async_endpoint_url = async_endpoint_url
         self.sticky_key = sticky_key
+        self._metrics: MetricsSink | None = sink_for(metrics, self.name)
         self._async_client: AsyncInferenceClient | None = None
         self._async_runtimes: dict[str | None, Any] = {}
         self._session = session
@@ -171,25 +180,52 @@ class Endpoint:
         keeps a caller on one version while the model has a canary (default:
         the client's `sticky_key`).
         """
+        if self._metrics is None:
+            return self._infer(
+                model, inputs, outputs, target_model, class_count, parameters, sticky_key, None
+            )
+        call = Call()
+        try:
+            result = self._infer(
+                model, inputs, outputs, target_model, class_count, parameters, sticky_key, call
+            )
+        except Exception as exc:
+            if counted(exc):
+                self._metrics.emit(call, exc)
+            raise
+        self._metrics.emit(call, None)
+        return result
+
+    def _infer(
+        self,
+        model: str,
+        inputs: Mapping[str, Any],
+        outputs: Sequence[str] | None,
+        target_model: str | None,
+        class_count: int | None,
+        parameters: Mapping[str, Any] | None,
+        sticky_key: str | None,
+        call: Call | None,
+    ) -> InferResult:
         prepared = self._prepare(
-            model, inputs, outputs, target_model, class_count, parameters, sticky_key
+            model, inputs, outputs, target_model, class_count, parameters, sticky_key, call
         )
         try:
-            return self._send(prepared)
+            return self._send(prepared, call)
         except ModelNotFoundError:
             # The manifest may have moved on (a new archive name): re-read it once.
             if not prepared.route.from_manifest:
                 raise
             self._manifest.refresh(self.discovery_timeout)
             again = self._prepare(
-                model, inputs, outputs, target_model, class_count, parameters, sticky_key
+                model, inputs, outputs, target_model, class_count, parameters, sticky_key, call
             )
             if (again.route.target_model, again.route.inference_component) == (
                 prepared.route.target_model,
                 prepared.route.inference_component,
             ):
                 raise
-            return self._send(again)
+            return self._send(again, call)
 
     def submit(
         self,
@@ -248,6 +284,7 @@ class Endpoint:
         class_count: int | None,
         parameters: Mapping[str, Any] | None,
         sticky_key: str | None = None,
+        call: Call | None = None,
     ) -> Prepared:
         manifest = self._manifest.get(self.discovery_timeout)
         origin = self._manifest.origin
@@ -259,7 +296,9 @@ class Endpoint:
             origin,
             self.sticky_key if sticky_key is None else sticky_key,
         )
-        return prepare(
+        if call is not None:
+            call.route = chosen
+        prepared = prepare(
             chosen,
             inputs,
             outputs,
@@ -270,13 +309,16 @@ class Endpoint:
             manifest=manifest,
             origin=origin,
         )
+        if call is not None:
+            call.route, call.request_bytes = prepared.route, prepared.size
+        return prepared
 
     @property
     def discovery_timeout(self) -> float:
         """How long finding the manifest may take on first use: a call's `timeout`."""
         return min(self.timeout, self.retries.total_timeout)
 
-    def _send(self, prepared: Prepared) -> InferResult:
+    def _send(self, prepared: Prepared, call: Call | None = None) -> InferResult:
         if prepared.route.asynchronous is not None:
             client = self._asynchronous()
             return client.wait(client.submit(prepared, self.name))
@@ -288,6 +330,8 @@ class Endpoint:
             except TransientError as failure:
                 time.sleep(attempts.delay_after(failure))
                 continue
+            if call is not None:
+                call.response_bytes = len(body)
             return finish(prepared, body, content_type)
 
     def _invoke(self, prepared: Prepared, left: float) -> tuple[bytes, str | None]:

@@ -65,8 +65,10 @@ class Component:
 
     @property
     def environment(self) -> dict[str, str]:
-        # The SageMaker Triton image serves the archive's one model.
-        return {"SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": self.spec.model}
+        # The SageMaker Triton image serves the archive's one model, with its metrics.
+        from deploy.catalogue.images import TRITON_METRICS_ENV
+
+        return {"SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": self.spec.model, **TRITON_METRICS_ENV}
 
 
 def _files_bytes(model: Model) -> int:

@@ -623,8 +623,8 @@ class AwsProvider:
 
     # -- status, down, prune (deploy.lifecycle.operations) ---------------------------------
 
-    def status(self) -> dict[str, Any]:
-        return self.operations.status()
+    def status(self, *, window_s: int = 3600) -> dict[str, Any]:
+        return self.operations.status(window_s=window_s)
 
     def down_plan(self, *, purge: bool) -> dict[str, Any]:
         return self.operations.down_plan(purge=purge)

@@ -1,7 +1,7 @@
 """CloudWatch alarms that roll a model's canary back, with no process left running.
 
 A canary on a multi-model endpoint (a second TargetModel taking a share of a
-model's calls) gets two alarms on the per-model metrics (`canary_metrics`):
+model's calls) gets two alarms on the per-model metrics (`deploy.client.model_metrics`):
 
 - error rate: `ModelErrors / Requests` (metric math) over `canary_window_s`,
   above `canary_max_error_rate`;
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deploy.aws.session import AwsSession, aws_call
+from deploy.client import model_metrics as metrics
 from deploy.client.manifest import Manifest
 from deploy.guardrails import RolloutSettings
-from deploy.lifecycle import canary_metrics as metrics
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudwatch import CloudWatchClient

@@ -25,7 +25,9 @@ class StageOperations:
     def __init__(self, stage: AwsStage) -> None:
         self.stage = stage
 
-    def status(self) -> dict[str, Any]:
+    def status(self, *, window_s: int = 3600) -> dict[str, Any]:
+        """The stage's stacks, endpoint, scaling and models; each model's calls over the
+        last `window_s` (`calls`, from its per-model metrics) once the endpoint exists."""
         stage, clients, settings = self.stage, self.stage.clients, self.stage.settings
         stacks = {}
         for component in ("model-store", "network", "endpoint", "api"):
@@ -82,6 +84,10 @@ class StageOperations:
                     "model_latency_avg_ms": health.model_latency_avg_ms,
                     "model_latency_max_ms": health.model_latency_max_ms,
                 }
+            result["calls_window_s"] = window_s
+            result["calls"] = clients.cloudwatch.model_calls(
+                state.name, result["models"], window_s=window_s
+            )
         return result
 
     def down_plan(self, *, purge: bool) -> dict[str, Any]:

@@ -232,3 +232,38 @@ def render_status(document: dict[str, Any], out: Console) -> None:
         models.add_row(name, target)
     if models.row_count:
         out.print(models)
+    if "calls_window_s" in document:
+        title = f"calls, last {window_text(document['calls_window_s'])}"
+        render_calls(document.get("calls", []), out, title=title)
+
+
+def window_text(seconds: int) -> str:
+    """3600 → `1h`, 1800 → `30m`, 172800 → `2d` (what `--window` takes)."""
+    for unit, size in (("d", 86400), ("h", 3600)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds // 60}m"
+
+
+def render_calls(rows: list[dict[str, Any]], out: Console, *, title: str) -> None:
+    """Calls per logical model: the same table for the local endpoint (its /metrics, since
+    it started) and AWS (the per-model metrics in CloudWatch, over a window)."""
+    from rich.table import Table
+
+    def ms(seconds: float | None) -> str:
+        return "-" if seconds is None else f"{seconds * 1000:.1f}"
+
+    table = Table("model", "calls", "p50 ms", "p99 ms", "errors", title=title)
+    for row in rows:
+        errors = ", ".join(f"{n} {kind}" for kind, n in row["errors"].items() if n)
+        table.add_row(
+            row["model"] or f"({row['target_model']})",
+            str(row["calls"]),
+            ms(row["p50_seconds"]),
+            ms(row["p99_seconds"]),
+            errors or "0",
+        )
+    if table.row_count:
+        out.print(table)
+    else:
+        out.print(f"{title}: no calls")

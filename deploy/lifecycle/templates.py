@@ -32,6 +32,7 @@ from typing import Any
 
 from deploy.config import DeploySettings
 from deploy.errors import ConfigError
+from deploy.lifecycle.packaged_models import MODELS_CONTEXT, packaged_models
 
 COMPONENTS = ("model-store", "network", "endpoint", "async-lane", "api")
 
@@ -138,6 +139,7 @@ def _cdk_synthesize(
         **(context or {}),
         **settings_context(settings),
         NAG_CONTEXT: False,
+        MODELS_CONTEXT: json.dumps(packaged_models(settings)),
     }
     environment = {key: value for key, value in os.environ.items() if not key.startswith("DEPLOY_")}
     environment.update(
@@ -248,6 +250,8 @@ def stage_templates(
     relevant = settings.model_dump_json(
         include={"stage", "region", "endpoint_name", "instance_type", "hosting", "infra"}
     )
+    # The dashboard has a section per packaged model.
+    relevant += json.dumps(packaged_models(settings))
     key = hashlib.sha256((relevant + _infra_fingerprint(root)).encode()).hexdigest()[:20]
     folder = cache_dir / key
     index = folder / "stacks.json"

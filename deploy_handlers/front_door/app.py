@@ -13,6 +13,14 @@ sticky on the caller's `X-Deploy-Sticky-Key` header, uniform without one. The
 answer names the TargetModel that answered in `x-deploy-target-model`. The
 manifest is read again once its lifetime (`MANIFEST_TTL_S`, 60 s) has passed,
 so a rollback reaches the front door within that time.
+
+Each inference request's log line is also a CloudWatch embedded-metric record
+(`model_metrics.py`, a byte-for-byte copy of `deploy/client/model_metrics.py`):
+CloudWatch Logs turns it into the per-model metrics of namespace
+`Deploy/Models` (calls, latency, errors by class, payload bytes) under the
+logical model name and the TargetModel called, which SageMaker does not
+publish for a multi-model endpoint. Health and metadata requests call no
+model and carry no metrics.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from typing import Any
 
 import pybase64
 
-from . import fast_json, passthrough
+from . import fast_json, model_metrics, passthrough
 from .binary import decode_response, encode_request
 from .logs import get_logger
 from .manifest import ManifestCache, ManifestError
@@ -44,6 +52,20 @@ log = get_logger()
 JSON_CONTENT_TYPE = "application/json"
 # The answer's header naming the TargetModel that answered (multi-model endpoints).
 TARGET_MODEL_RESPONSE_HEADER = "x-deploy-target-model"
+INFER_ROUTE = "POST /v2/models/{model}/infer"
+
+
+@dataclass(slots=True)
+class Call:
+    """What an inference request did, for its metrics: the logical model (None: not in
+    the manifest), the TargetModel called, the bytes sent and answered, and the service's
+    error code when the endpoint refused the call."""
+
+    model: str | None = None
+    target_model: str | None = None
+    request_bytes: int = 0
+    response_bytes: int = 0
+    code: str | None = None
 
 
 @dataclass
@@ -90,8 +112,9 @@ class FrontDoor:
         route = str(event.get("routeKey", ""))
         path = event.get("pathParameters")
         model = str(path.get("model", "")) if isinstance(path, dict) else ""
+        call = Call() if route == INFER_ROUTE else None
         try:
-            response = self._route(route, model, event)
+            response = self._route(route, model, event, call)
         except RequestError as exc:
             response = _error(exc.status, str(exc))
         except ManifestError as exc:
@@ -100,25 +123,39 @@ class FrontDoor:
         except Exception:  # a bug of ours: answer, and log it whole (never a bare 500)
             log.exception("unexpected error", extra={"route": route, "model": model or None})
             response = _error(500, "the front door failed on this request; see its logs")
-        log.info(
-            "request",
-            extra={
-                "route": route,
-                "model": model or None,
-                "status": response.status,
-                "latency_ms": round((time.perf_counter() - started) * 1000, 3),
-                "request_id": (event.get("requestContext") or {}).get("requestId"),
-            },
-        )
-        return response.to_api_gateway()
+        answer = response.to_api_gateway()
+        latency_ms = (time.perf_counter() - started) * 1000
+        fields = {
+            "route": route,
+            "model": model or None,
+            "status": response.status,
+            "latency_ms": round(latency_ms, 3),
+            "request_id": (event.get("requestContext") or {}).get("requestId"),
+        }
+        if call is not None:
+            if not call.request_bytes:  # refused before a payload was built: what came in
+                call.request_bytes = _body_size(event)
+            fields.update(
+                model_metrics.record(
+                    endpoint=self._endpoint_name,
+                    model=call.model,
+                    target_model=call.target_model,
+                    latency_ms=latency_ms,
+                    request_bytes=call.request_bytes,
+                    response_bytes=call.response_bytes,
+                    error=model_metrics.error_class(response.status, call.code),
+                )
+            )
+        log.info("request", extra=fields)
+        return answer
 
-    def _route(self, route: str, model: str, event: dict[str, Any]) -> Response:
+    def _route(self, route: str, model: str, event: dict[str, Any], call: Call | None) -> Response:
         if route == "GET /v2/health/ready":
             return self.ready()
         if route == "GET /v2/models/{model}":
             return self.metadata(model)
-        if route == "POST /v2/models/{model}/infer":
-            return self.infer(model, read_body(event), sticky_key=_sticky_key(event))
+        if route == INFER_ROUTE:
+            return self.infer(model, read_body(event), sticky_key=_sticky_key(event), call=call)
         return _error(404, f"no route {route!r}")
 
     def ready(self) -> Response:
@@ -156,22 +193,33 @@ class FrontDoor:
         )
 
     def infer(
-        self, model: str, body: Body | str | bytes, *, sticky_key: str | None = None
+        self,
+        model: str,
+        body: Body | str | bytes,
+        *,
+        sticky_key: str | None = None,
+        call: Call | None = None,
     ) -> Response:
         """Answer one request: v2 JSON (`str`/`bytes` or a JSON `Body`) or the binary
-        protocol; a model with a canary goes where `split` says for `sticky_key`."""
+        protocol; a model with a canary goes where `split` says for `sticky_key`.
+
+        `call`, if given, is filled in with what the request did (for its metrics)."""
+        if call is None:
+            call = Call()
         if not isinstance(body, Body):
             body = Body(body)
         found = self._manifest.lookup(model)
         if found is None:
             return _error(404, f"unknown model {model!r}")
         manifest, entry = found
+        target = entry.target_model
+        call.model, call.target_model = model, target
         # How the endpoint is addressed, as the manifest publishes it.
         addressed: dict[str, Any] = {}
         routed: dict[str, Any] = {}
         target_model = None
         if manifest.addressing == TARGET_MODEL_HEADER:
-            target_model = split(entry, sticky_key)
+            target_model = call.target_model = split(entry, sticky_key)
             addressed["TargetModel"] = target_model
         elif manifest.addressing == INFERENCE_COMPONENT_HEADER:
             if entry.inference_component is None:
@@ -179,13 +227,14 @@ class FrontDoor:
                 return _error(502, f"the endpoint's manifest names no component for {model!r}")
             addressed["InferenceComponentName"] = entry.inference_component
         else:
-            routed[ROUTER_PARAMETER] = entry.target_model
+            routed[ROUTER_PARAMETER] = target
         # Every RequestError (400/415) is raised here, before the endpoint is called.
         binary = body.header_size is not None
         if binary:
             payload, content_type = passthrough.forward_request(body, extra=routed)
         else:
             payload, content_type = encode_request(parse_body(body.data), extra=routed)
+        call.request_bytes = len(payload)
         if len(payload) > manifest.max_request_bytes:
             return _error(
                 413,
@@ -200,9 +249,11 @@ class FrontDoor:
                 **addressed,
             )
         except Exception as exc:  # botocore ClientError and transport errors
+            call.code = _error_code(exc)
             return _invoke_error(exc)
         try:
             answer, answer_type = result["Body"].read(), result.get("ContentType", "")
+            call.response_bytes = len(answer)
             if binary:
                 raw, raw_type = passthrough.answer(answer, answer_type, model)
                 return Response(200, raw=raw, content_type=raw_type, target_model=target_model)
@@ -223,6 +274,23 @@ def _sticky_key(event: dict[str, Any]) -> str | None:
     wanted = STICKY_KEY_HEADER.lower()
     value = next((v for k, v in headers.items() if str(k).lower() == wanted), None)
     return value if isinstance(value, str) and value else None
+
+
+def _body_size(event: dict[str, Any]) -> int:
+    """About how many bytes the caller sent (a request refused before it was encoded)."""
+    body = event.get("body")
+    if not isinstance(body, str):
+        return 0
+    if event.get("isBase64Encoded"):
+        return len(body) * 3 // 4 - body[-2:].count("=")
+    return len(body.encode("utf-8", "replace"))
+
+
+def _error_code(exc: Exception) -> str | None:
+    """The service's error code of a botocore ClientError (None for transport errors)."""
+    error = getattr(exc, "response", None)
+    code = error.get("Error", {}).get("Code") if isinstance(error, dict) else None
+    return str(code) if code else None
 
 
 def _invoke_error(exc: Exception) -> Response:

@@ -23,6 +23,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from cdk_nag import RegexAppliesTo
 from constructs import Construct
 
+from deploy_infra.constructs.model_metrics import metrics_config
 from deploy_infra.constructs.sagemaker_endpoint import (
     VARIANT_NAME,
     endpoint_arn,
@@ -54,6 +55,7 @@ class ComponentsEndpoint(Construct):
         subnets: Sequence[ec2.ISubnet],
         security_group: ec2.ISecurityGroup,
         inference_ami_version: str | None = None,
+        detailed_observability: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         self.endpoint_name = endpoint_name
@@ -124,6 +126,7 @@ class ComponentsEndpoint(Construct):
                 )
             ],
             kms_key_id=key.key_arn if encrypt_volume else None,
+            metrics_config=metrics_config(detailed_observability),
         )
         # SageMaker checks the role when it creates the config.
         self.endpoint_config.node.add_dependency(self.role)

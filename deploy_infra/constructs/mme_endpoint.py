@@ -14,6 +14,7 @@ from cdk_nag import RegexAppliesTo
 from constructs import Construct
 
 from deploy.guardrails import TrafficPolicy
+from deploy_infra.constructs.model_metrics import TRITON_METRICS_ENV, metrics_config
 from deploy_infra.constructs.sagemaker_endpoint import (
     VARIANT_NAME,
     blue_green_endpoint,
@@ -54,6 +55,7 @@ class MultiModelEndpoint(Construct):
         data_capture_percent: int | None = None,
         rollout: TrafficPolicy,
         inference_ami_version: str | None = None,
+        detailed_observability: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         self.endpoint_name = endpoint_name
@@ -103,6 +105,7 @@ class MultiModelEndpoint(Construct):
                 image=image_uri,
                 mode="MultiModel",
                 model_data_url=f"s3://{bucket.bucket_name}/{prefix}",
+                environment=TRITON_METRICS_ENV,
             ),
             vpc_config=vpc_config(subnets=subnets, security_group=security_group),
             enable_network_isolation=True,
@@ -129,6 +132,7 @@ class MultiModelEndpoint(Construct):
             kms_key_id=key.key_arn if encrypt_volume else None,
             data_capture_config=capture,
             inference_ami_version=inference_ami_version,
+            metrics_config=metrics_config(detailed_observability),
         )
         self.endpoint = blue_green_endpoint(
             self,

@@ -6,6 +6,7 @@ microseconds; thresholds are configured in milliseconds.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,7 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from deploy.guardrails import STAGE_ROLLBACK_ALARMS
+from deploy_infra.constructs.model_metrics import model_rows
 
 if TYPE_CHECKING:
     from deploy.config import InfraSettings
@@ -228,7 +230,8 @@ class EndpointAlarms(Construct):
 
 
 class EndpointDashboard(Construct):
-    """Invocations, latency, errors, instance count and the MME cache metrics."""
+    """Invocations, latency, errors, instance count and the MME cache metrics, then a
+    section per logical model in `models` (deploy_infra.constructs.model_metrics)."""
 
     def __init__(
         self,
@@ -238,6 +241,7 @@ class EndpointDashboard(Construct):
         endpoint_name: str,
         variant_name: str,
         has_gpu: bool,
+        models: Sequence[str] = (),
     ) -> None:
         super().__init__(scope, construct_id)
 
@@ -291,5 +295,6 @@ class EndpointDashboard(Construct):
                     ),
                     graph("Utilisation (%)", *utilisation),
                 ],
+                *model_rows(endpoint_name, models),
             ],
         )

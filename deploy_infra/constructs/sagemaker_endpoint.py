@@ -68,9 +68,11 @@ def endpoint_config(
     kms_key_id: str | None,
     data_capture_config: sagemaker.CfnEndpointConfig.DataCaptureConfigProperty | None = None,
     inference_ami_version: str | None = None,
+    metrics_config: sagemaker.CfnEndpointConfig.MetricsConfigProperty | None = None,
 ) -> sagemaker.CfnEndpointConfig:
     """One production variant (`VARIANT_NAME`, all traffic) serving `model`, on the
-    inference AMI the image's driver needs (None: SageMaker's default)."""
+    inference AMI the image's driver needs (None: SageMaker's default); `metrics_config`
+    is what the endpoint publishes (deploy_infra.constructs.model_metrics)."""
     return sagemaker.CfnEndpointConfig(
         scope,
         construct_id,
@@ -86,6 +88,7 @@ def endpoint_config(
         ],
         kms_key_id=kms_key_id,
         data_capture_config=data_capture_config,
+        metrics_config=metrics_config,
     )
 
 

@@ -15,12 +15,15 @@ Alarm names are `<endpoint_name>-<alarm>` and every one is listed in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from deploy_infra.constructs.model_metrics import model_rows
 from deploy_infra.constructs.monitoring import (
     ALARMS,
     INSTANCE_METRICS,
@@ -132,7 +135,8 @@ class ServerlessAlarms(Construct):
 
 
 class ServerlessDashboard(Construct):
-    """Invocations, latency, errors, cold starts, concurrency and memory."""
+    """Invocations, latency, errors, cold starts, concurrency and memory, then a section
+    per logical model in `models` (deploy_infra.constructs.model_metrics)."""
 
     def __init__(
         self,
@@ -142,6 +146,7 @@ class ServerlessDashboard(Construct):
         endpoint_name: str,
         variant_name: str,
         provisioned: bool,
+        models: Sequence[str] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         metric = _Metrics(endpoint_name, variant_name)
@@ -183,5 +188,6 @@ class ServerlessDashboard(Construct):
                     graph("Concurrency", *concurrency),
                     graph("Memory (%)", metric("MemoryUtilization", "Maximum", INSTANCE_METRICS)),
                 ],
+                *model_rows(endpoint_name, models),
             ],
         )

@@ -23,6 +23,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from deploy.guardrails import TrafficPolicy
+from deploy_infra.constructs.model_metrics import TRITON_METRICS_ENV, metrics_config
 from deploy_infra.constructs.sagemaker_endpoint import (
     VARIANT_NAME,
     blue_green_endpoint,
@@ -46,6 +47,8 @@ class EndpointImage:
     uri: str
     repository_arn: str
     pull_sid: str  # the execution role's statement id for pulling it
+    # Whether its `serve` honours SAGEMAKER_TRITON_ALLOW_METRICS (the Neuron image's does not).
+    triton_metrics: bool = True
 
 
 def registry_image(image_uri: str) -> EndpointImage:
@@ -62,7 +65,9 @@ def neuron_image(scope: Construct, construct_id: str, *, base_image_uri: str) ->
         build_args={"BASE_IMAGE": base_image_uri},
         platform=ecr_assets.Platform.LINUX_AMD64,
     )
-    return EndpointImage(asset.image_uri, asset.repository.repository_arn, "PullNeuronImage")
+    return EndpointImage(
+        asset.image_uri, asset.repository.repository_arn, "PullNeuronImage", triton_metrics=False
+    )
 
 
 class SingleModelEndpoint(Construct):
@@ -92,6 +97,7 @@ class SingleModelEndpoint(Construct):
         rollback_alarm_names: Sequence[str],
         rollout: TrafficPolicy,
         inference_ami_version: str | None = None,
+        detailed_observability: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         self.endpoint_name = endpoint_name
@@ -124,7 +130,10 @@ class SingleModelEndpoint(Construct):
                 image=image.uri,
                 mode="SingleModel",
                 model_data_url=f"s3://{bucket.bucket_name}/{model_data_key}",
-                environment={"SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": ROUTER_MODEL},
+                environment={
+                    "SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": ROUTER_MODEL,
+                    **(TRITON_METRICS_ENV if image.triton_metrics else {}),
+                },
             ),
             vpc_config=vpc_config(subnets=subnets, security_group=security_group),
             enable_network_isolation=True,
@@ -141,6 +150,7 @@ class SingleModelEndpoint(Construct):
             # EBS volumes (no instance storage) are encrypted with the model store's key.
             kms_key_id=key.key_arn if encrypt_volume else None,
             inference_ami_version=inference_ami_version,
+            metrics_config=metrics_config(detailed_observability),
         )
         self.endpoint = blue_green_endpoint(
             self,

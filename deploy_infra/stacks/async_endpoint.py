@@ -22,6 +22,7 @@ from deploy.guardrails import policy_for
 from deploy.hosting.asynchronous import FOLDER
 from deploy_infra.constructs.async_autoscaling import AsyncAutoscaling
 from deploy_infra.constructs.async_endpoint import ROUTER_MODEL, AsyncInferenceEndpoint
+from deploy_infra.constructs.model_metrics import dashboard_models
 from deploy_infra.constructs.model_store import ModelStore
 from deploy_infra.constructs.monitoring import (
     AlarmThresholds,
@@ -148,6 +149,7 @@ class AsyncEndpointStack(Stack):
             endpoint_name=settings.endpoint_name,
             variant_name=VARIANT_NAME,
             has_gpu=spec.has_gpu,
+            models=dashboard_models(self, settings),
         )
         bucket = store.bucket.bucket_name
         CfnOutput(self, "EndpointName", value=settings.endpoint_name)

@@ -64,6 +64,7 @@ class ComponentsEndpointStack(Stack):
             subnets=network.subnets.subnets,
             security_group=network.endpoint_security_group,
             inference_ami_version=inference_ami(infra.triton_version, spec),
+            detailed_observability=infra.detailed_observability,
         )
         topic = alarm_topic(
             self,

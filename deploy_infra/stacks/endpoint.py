@@ -13,6 +13,7 @@ from deploy.guardrails import policy_for
 from deploy_infra.constructs.autoscaling import VariantAutoscaling
 from deploy_infra.constructs.canary_rollback import CanaryRollback
 from deploy_infra.constructs.mme_endpoint import MultiModelEndpoint
+from deploy_infra.constructs.model_metrics import dashboard_models
 from deploy_infra.constructs.model_store import ModelStore
 from deploy_infra.constructs.monitoring import (
     AlarmThresholds,
@@ -82,6 +83,7 @@ class EndpointStack(Stack):
             rollout=policy_for(settings),
             data_capture_percent=infra.data_capture_percent if infra.data_capture else None,
             inference_ami_version=inference_ami(infra.triton_version, spec),
+            detailed_observability=infra.detailed_observability,
         )
         VariantAutoscaling(
             self,
@@ -100,6 +102,7 @@ class EndpointStack(Stack):
             endpoint_name=settings.endpoint_name,
             variant_name=VARIANT_NAME,
             has_gpu=spec.has_gpu,
+            models=dashboard_models(self, settings),
         )
         rollback = CanaryRollback(
             self,

@@ -17,6 +17,7 @@ from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
 from deploy.config import DeploySettings
+from deploy_infra.constructs.model_metrics import dashboard_models
 from deploy_infra.constructs.model_store import ModelStore
 from deploy_infra.constructs.monitoring import AlarmThresholds, alarm_topic
 from deploy_infra.constructs.sagemaker_endpoint import VARIANT_NAME
@@ -99,6 +100,7 @@ class ServerlessEndpointStack(Stack):
             endpoint_name=settings.endpoint_name,
             variant_name=VARIANT_NAME,
             provisioned=capacity.provisioned_concurrency is not None,
+            models=dashboard_models(self, settings),
         )
         CfnOutput(self, "EndpointName", value=settings.endpoint_name)
         CfnOutput(self, "VariantName", value=VARIANT_NAME)

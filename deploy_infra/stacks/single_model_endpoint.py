@@ -20,6 +20,7 @@ from deploy.guardrails import policy_for
 from deploy.hosting import mode_for
 from deploy.neuron.instances import is_inferentia, neuron_cores
 from deploy_infra.constructs.autoscaling import VariantAutoscaling
+from deploy_infra.constructs.model_metrics import dashboard_models
 from deploy_infra.constructs.model_store import ModelStore
 from deploy_infra.constructs.monitoring import (
     AlarmThresholds,
@@ -127,6 +128,7 @@ class SingleModelEndpointStack(Stack):
             rollback_alarm_names=alarms.rollback_alarm_names,
             rollout=policy_for(settings),
             inference_ami_version=ami,
+            detailed_observability=infra.detailed_observability,
         )
         VariantAutoscaling(
             self,
@@ -144,6 +146,7 @@ class SingleModelEndpointStack(Stack):
             endpoint_name=settings.endpoint_name,
             variant_name=VARIANT_NAME,
             has_gpu=has_gpu,
+            models=dashboard_models(self, settings),
         )
         CfnOutput(self, "EndpointName", value=settings.endpoint_name)
         CfnOutput(self, "VariantName", value=VARIANT_NAME)

@@ -66,7 +66,11 @@ def test_single_model_on_a_gpu_instance_synthesizes_the_router_on_the_triton_ima
     container = model["PrimaryContainer"]
     assert container["Mode"] == "SingleModel"
     assert container["Image"] == GPU_IMAGE
-    assert container["Environment"] == {"SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": "router"}
+    assert container["Environment"] == {
+        "SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": "router",
+        # The SageMaker Triton image's serve script starts Triton with its metrics.
+        "SAGEMAKER_TRITON_ALLOW_METRICS": "true",
+    }
     assert json.dumps(container["ModelDataUrl"]).endswith('/models/inf1/model.tar.gz"]]}')
     (config_resource,) = endpoint_resources(endpoint, "AWS::SageMaker::EndpointConfig")
     assert config_resource["ProductionVariants"][0]["InstanceType"] == "ml.g5.xlarge"

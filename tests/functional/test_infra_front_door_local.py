@@ -305,3 +305,37 @@ def test_hostile_binary_header_sizes_are_refused_with_400(
     assert status == 400, answer
     assert message in answer["error"], answer
     assert len(answer["error"]) < 400  # a 4,400-digit size is not echoed back whole
+
+
+# -- per-model metrics ------------------------------------------------------------------
+
+
+def test_each_call_through_real_triton_is_one_emf_record_of_its_model(
+    front_door: FrontDoor, local_endpoint: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.emf_spec import check_emf
+
+    target = json.loads((local_endpoint.store_dir / "manifest.json").read_text())["models"][
+        "addsub"
+    ]["target_model"]
+    capsys.readouterr()
+    ok = _event("infer.json", "addsub")
+    bad = _event(
+        "infer.json",
+        "addsub",
+        {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1, 3], "data": [1, 2, 3]}]},
+    )
+    assert _call(front_door, ok)[0] == 200
+    assert _call(front_door, bad)[0] == 400  # Triton refuses it: a ModelError from SageMaker
+    lines = [line for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    first, second = (check_emf(line) for line in lines)
+    for record in (first, second):
+        assert (record["Endpoint"], record["Model"], record["TargetModel"]) == (
+            local_endpoint.endpoint_name,
+            "addsub",
+            target,
+        )
+        assert record["Requests"] == 1 and record["RequestBytes"] > 0
+    assert (first["ClientErrors"], first["ModelErrors"], first["Throttles"]) == (0, 0, 0)
+    assert first["ResponseBytes"] > 32  # a JSON header and two 16-byte FP32 outputs
+    assert (second["ClientErrors"], second["ModelErrors"]) == (0, 1)

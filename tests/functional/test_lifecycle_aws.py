@@ -237,6 +237,11 @@ def test_up_converges_changes_models_and_instances_resumes_prunes_and_downs(
     assert status["metrics"]["invocations"] == 40 and status["metrics"]["errors_5xx"] == 3
     assert status["metrics"]["model_latency_avg_ms"] == pytest.approx(2.0)  # µs → ms
     assert status["metrics"]["model_latency_max_ms"] == pytest.approx(2.5)
+    # Each published model has a row of calls over the window (moto turns no EMF log line
+    # into metrics, so none were counted: tests/unit/test_status_model_calls_stubbed.py).
+    assert status["calls_window_s"] == 3600
+    assert {row["model"]: row["target_model"] for row in status["calls"]} == published(provider)
+    assert all(row["calls"] == 0 and row["p99_seconds"] is None for row in status["calls"])
 
     # WHEN prune keeps no superseded archive, THEN only referenced archives remain
     pruned = provider.prune(keep=0)
