@@ -99,7 +99,7 @@ class CloudWatch:
     ) -> list[dict[str, Any]]:
         """Per logical model (`models`: name → its TargetModel) over the last `window_s`:
         calls, errors by class, bytes, p50/p99 latency in seconds; rows shaped as
-        `deploy.local.metrics.per_model`'s, sorted by name."""
+        `deploy.local.http.metrics.per_model`'s, sorted by name."""
         if not models:
             return []
         return _per_model(self, endpoint, models, window_s, now)
@@ -119,7 +119,7 @@ _MODEL_QUERIES: tuple[tuple[str, str, str], ...] = (
     ("sent", model_metrics.REQUEST_BYTES, "Sum"),
     ("answered", model_metrics.RESPONSE_BYTES, "Sum"),
 )
-# The error classes of a row, as `deploy status --local` names them (deploy.local.metrics).
+# The error classes of a row, as `deploy status --local` names them (deploy.local.http.metrics).
 ERROR_CLASSES = ("client", "model", "throttled")
 _WINDOW = re.compile(r"^\s*(\d+)\s*([mhd])\s*$")
 _UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400}

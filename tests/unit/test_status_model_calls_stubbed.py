@@ -185,7 +185,7 @@ def test_the_aws_table_is_the_local_table_over_a_window() -> None:
     assert cells == ["resnet", "1200", "12.5", "87.2", "3 client, 1 model"]
     bert = [cell.strip() for cell in next(line for line in table if "bert" in line).split("│")]
     assert bert[1:-1] == ["bert", "0", "-", "-", "0"]
-    # `deploy status --local` prints its rows (deploy.local.metrics.per_model) the same way.
+    # `deploy status --local` prints its rows (deploy.local.http.metrics.per_model) the same way.
     local = _printed(lambda out: _print_calls(rows, out))
     header = next(line for line in table if "model" in line and "p99 ms" in line)
     assert header in local
