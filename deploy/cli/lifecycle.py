@@ -204,6 +204,7 @@ def _up_local(
         mode=mode,
         port=port if port is not None else settings.local_port,
         start_timeout_s=timeout,
+        stage=settings.stage,
     )
     out = console()
     result = run_up(

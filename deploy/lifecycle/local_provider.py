@@ -10,6 +10,13 @@ archive restarts the endpoint, as a new SageMaker Model would), and "publish"
 writes the manifest where the mode keeps it. The running endpoint is recorded in the
 state file of `deploy.local.state` (which `deploy serve` also writes), so
 `status` and `down` see an endpoint started either way.
+
+Hosting components: as on SageMaker, the plan has one action per component, and
+the components are made before the manifest is published (so the smoke test
+calls each by its InferenceComponentName) and deleted after. Here they are the
+store's `components.json` (`deploy.local.modes.components.write_created`), each
+with its model's archive and the stage's `min_copies`, which the endpoint reads.
+The endpoint runs with the stage's settings (`DEPLOY_STAGE`).
 """
 
 from __future__ import annotations
@@ -29,7 +36,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from deploy.client import manifest as contract
-from deploy.errors import DeployError, LocalEndpointError
+from deploy.config import STAGE_ENV
+from deploy.errors import LocalEndpointError
 from deploy.hosting import MODES, HostingMode, StoredFile, default_mode
 from deploy.hosting.component_sizing import Component
 from deploy.lifecycle.actions import CreateComponent, UpdateComponent
@@ -90,8 +98,10 @@ class LocalProvider:
         max_loaded_models: int | None = None,
         start_timeout_s: float = 60.0,
         mode: HostingMode | None = None,
+        stage: str | None = None,
     ) -> None:
         self.mode = mode or default_mode()
+        self.stage = stage  # the deploy.toml stage `deploy serve` reads (None: its default)
         self.archive_key: str | None = None  # router layouts: the archive to serve
         self.endpoint_name = endpoint_name
         self.state_dir = state_dir
@@ -253,21 +263,92 @@ class LocalProvider:
         lock = self.store_dir.parent / "manifest.lock"
         self.manifest_basis = publish_file(path, document, basis, lock)
 
-    # Hosting components is not among `hostings`: `deploy up --local` refuses it first.
+    # -- inference components (hosting components) ---------------------------------
     def plan_components(self, desired: Sequence[Component]) -> tuple[ComponentChange, ...]:
-        return ()
+        """Each component against the one the store's `components.json` holds: create,
+        update (another archive, or other copy bounds) or delete."""
+        from deploy.local.modes.components import read_created
+
+        made = read_created(self.store_dir)
+        changes = []
+        for component in sorted(desired, key=lambda c: c.model):
+            now = made.get(component.name)
+            if now is None:
+                changes.append(
+                    ComponentChange(component.name, component.model, "create", ("new",), component)
+                )
+                continue
+            respec = now.target_model != component.archive_key
+            rescale = now.min_copies != component.spec.min_copies
+            reasons = [f"archive {component.archive_key} (was {now.target_model})"] * respec
+            reasons += [f"min_copies {component.spec.min_copies} (was {now.min_copies})"] * rescale
+            if reasons:
+                changes.append(
+                    ComponentChange(
+                        component.name,
+                        component.model,
+                        "update",
+                        tuple(reasons),
+                        component,
+                        respec=respec,
+                        rescale=rescale,
+                    )
+                )
+        wanted = {component.name for component in desired}
+        for name in sorted(set(made) - wanted):
+            changes.append(
+                ComponentChange(
+                    name, made[name].model, "delete", ("its model is no longer in the repository",)
+                )
+            )
+        return tuple(changes)
 
     def apply_components(
         self, actions: Sequence[CreateComponent | UpdateComponent], reporter: Reporter
     ) -> None:
-        raise DeployError(
-            "the local provider makes no inference components",
-            where="hosting (--hosting)",
-            fix="deploy hosting components to AWS",
-        )
+        """Record the created and updated components, then wait until the running
+        endpoint serves each with its archive (as `deploy up` waits for InService)."""
+        from deploy.local.modes.components import Component as Made
+        from deploy.local.modes.components import read_created, write_created
+
+        if not actions:
+            return
+        made = read_created(self.store_dir)
+        for action in actions:
+            component = action.component
+            made[action.name] = Made(
+                action.name, component.model, component.archive_key, component.spec.min_copies
+            )
+        write_created(self.store_dir, made)
+        self._wait_components({a.name: a.component.archive_key for a in actions})
+
+    def _wait_components(self, targets: dict[str, str]) -> None:
+        state = self._ours()
+        if state is None:
+            return  # it reads them when it starts
+        deadline = time.monotonic() + self.start_timeout_s
+        while True:
+            with contextlib.suppress(OSError, ValueError):
+                status, body = _get(state.url, "/models")
+                listed = json.loads(body).get("components", {}) if status == 200 else {}
+                served = {name: entry.get("target_model") for name, entry in listed.items()}
+                if all(served.get(name) == key for name, key in targets.items()):
+                    return
+            if time.monotonic() > deadline:
+                raise LocalEndpointError(
+                    f"the local endpoint did not take component(s) {', '.join(sorted(targets))} "
+                    f"within {self.start_timeout_s:g} s (--timeout); the manifest was not "
+                    "published",
+                    where=state.log,
+                    fix="read the log named here, then re-run `deploy up --local`",
+                )
+            time.sleep(0.2)
 
     def delete_components(self, names: Sequence[str], reporter: Reporter) -> None:
-        self.apply_components((), reporter)
+        from deploy.local.modes.components import read_created, write_created
+
+        made = read_created(self.store_dir)
+        write_created(self.store_dir, {n: c for n, c in made.items() if n not in names})
 
     def store_bucket(self) -> str | None:
         return None  # a folder on this machine
@@ -302,10 +383,13 @@ class LocalProvider:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         # posix_spawn, not Popen: nothing here waits for the process, it outlives this
         # command (its own session, so no terminal signal reaches it).
+        environment = dict(os.environ)
+        if self.stage is not None:
+            environment[STAGE_ENV] = self.stage  # its [stages.X] settings (min_copies)
         pid = os.posix_spawn(
             sys.executable,
             command,
-            dict(os.environ),
+            environment,
             file_actions=[
                 (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                 (

@@ -3,7 +3,10 @@
 Inputs are generated from the manifest's tensor specs (variable dimensions
 become 1, a batch of one is prepended when the model batches). The request
 names the new TargetModel explicitly, so it reaches the new archive while
-clients still resolve names through the old manifest.
+clients still resolve names through the old manifest. Hosting components: the
+request names the model's InferenceComponentName instead (the manifest about to
+be published names it), whose component was just created or updated to serve
+the new archive.
 
 A failure is the model's when SageMaker (or the local endpoint) answered it
 with one of SageMaker Runtime's error codes; an answer without one (an HTML
@@ -70,6 +73,7 @@ class SmokeResult:
     failure: str | None = None  # MODEL_FAILURE | ENDPOINT_FAILURE | GOLDEN_FAILURE when not ok
     golden: tuple[str, ...] = ()  # the golden cases sent
     mismatches: tuple[tuple[str, Mismatch], ...] = ()  # (case, mismatch)
+    inference_component: str | None = None  # hosting components: the component called
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -82,6 +86,7 @@ class SmokeResult:
             "outputs": list(self.outputs),
             "error": self.error,
             "failure": self.failure,
+            "inference_component": self.inference_component,
         }
 
 
@@ -181,6 +186,7 @@ def smoke_test(
                     failure=failure,
                     golden=tuple(case.name for case in cases),
                     mismatches=tuple(mismatches),
+                    inference_component=model.get("inference_component"),
                 )
             )
     return results

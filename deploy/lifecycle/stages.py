@@ -20,7 +20,7 @@ from deploy.errors import ConfigError, DeployError, ValidationFailedError
 from deploy.hosting import HostingMode, StagePackage, StoredFile, mode_for
 from deploy.lifecycle.canary import CanaryChange, plan_canaries
 from deploy.lifecycle.components import ComponentChange, rolling_notes
-from deploy.lifecycle.plan import InfraSpec, Plan
+from deploy.lifecycle.plan import InfraSpec, ModelChange, Plan
 from deploy.lifecycle.prices import estimate_for
 from deploy.lifecycle.provider import EndpointView, InfraPlan, Provider, Reporter
 from deploy.lifecycle.smoke import SmokeResult, raise_for_failures, smoke_test
@@ -209,7 +209,8 @@ def plan(
                 ),
                 *infra.notes,
                 *canary_notes,
-                *rolling_notes(components),
+                # Copies roll in batches on SageMaker; the local endpoint swaps one copy.
+                *(rolling_notes(components) if on_aws else ()),
             ),
             store_stack=infra.store_stack,
             canaries=named,
@@ -243,7 +244,7 @@ def smoke(
     Requests are addressed as the manifest's hosting says (TargetModel or router).
     A changed model with golden cases in `repository` gets those instead."""
     target = provider.data_plane()
-    changes = mode.layout.smoke_changes(the_plan.models, deployed=not the_plan.empty)
+    changes = smoke_changes(the_plan, mode)
     golden = golden_cases(repository, [change.name for change in changes])
     results = smoke_test(
         changes,
@@ -255,6 +256,16 @@ def smoke(
     )
     raise_for_failures(results, endpoint=target.endpoint_name, endpoint_url=target.endpoint_url)
     return results
+
+
+def smoke_changes(the_plan: Plan, mode: HostingMode) -> tuple[ModelChange, ...]:
+    """The models the smoke test calls: those the mode's layout says changed; hosting
+    components: each model whose component the plan creates or re-specifies (a new
+    copy serves it), called by its InferenceComponentName as the manifest names it."""
+    if mode.components is None:
+        return mode.layout.smoke_changes(the_plan.models, deployed=not the_plan.empty)
+    rolled = {c.model for c in the_plan.components if c.action == "create" or c.respec}
+    return tuple(m for m in the_plan.models if m.name in rolled)
 
 
 def golden_cases(repository: Path | None, models: Sequence[str]) -> dict[str, list[GoldenCase]]:

@@ -161,7 +161,7 @@ def _apply(
         reporter.stage("wait", f"for endpoint {settings.endpoint_name} to be in service")
         result.endpoint = stages.wait(provider, timeout_s=options.timeout_s, reporter=reporter)
         if not options.skip_smoke:
-            count = len(mode.layout.smoke_changes(the_plan.models, deployed=not the_plan.empty))
+            count = len(stages.smoke_changes(the_plan, mode))
             reporter.stage("smoke", mode.layout.describe_smoke(count))
             result.smoke = stages.smoke(
                 the_plan,

@@ -11,9 +11,13 @@ Describe answers echo what the test saw our code send (what SageMaker would hold
 
 Everything else is real: CDK synthesis of the stage's stacks, their
 CloudFormation deployment on the moto server, S3 uploads of the archives and
-the published manifest there. moto's SageMaker refuses an endpoint config whose
-variant names no model; SageMaker accepts one for inference components
-(`ManagedInstanceScaling`), so the server's check is patched to skip such variants.
+the published manifest there, and the smoke test: the SDK calls each created or
+updated component by its InferenceComponentName on a SageMaker-compatible data
+plane (`--smoke-endpoint-url`), the local endpoint of hosting components on the
+real tritonserver, which refuses a call that names no component. moto's SageMaker
+refuses an endpoint config whose variant names no model; SageMaker accepts one
+for inference components (`ManagedInstanceScaling`), so the server's check is
+patched to skip such variants.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from botocore.stub import ANY, Stubber
 
 from deploy.aws.inference_components import InferenceComponents
 from deploy.catalogue.instances import hourly_price
+from deploy.client.manifest import INFERENCE_COMPONENT_HEADER
 from deploy.config import DeploySettings, load_settings
 from deploy.lifecycle.actions import CreateComponent, DeleteComponent, UpdateComponent
 from deploy.lifecycle.aws_clients import aws_clients
@@ -44,6 +49,7 @@ from tests.functional.test_lifecycle_aws import aws_environment
 pytestmark = [
     pytest.mark.moto,
     pytest.mark.cdk,
+    pytest.mark.triton,
     pytest.mark.slow,
     pytest.mark.filterwarnings("ignore:Tried to parse AWS:UserWarning"),
 ]
@@ -78,6 +84,33 @@ def moto_env(moto_server: str) -> Iterator[str]:
         yield moto_server
 
 
+@pytest.fixture(scope="module")
+def data_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The smoke test's data plane: a local endpoint of components named as the stage
+    names them (`<endpoint>-<model>`), serving add/sub models of the stage's names."""
+    from deploy.local.modes.components import ComponentEndpoint
+    from deploy.local.modes.endpoint import EndpointOptions
+    from deploy.packaging import package_repository
+    from tests.functional.local_models import addsub_files, write_folder
+
+    repository = tmp_path_factory.mktemp("data-plane-repo")
+    for name in ("detector", "tabular"):
+        write_folder(repository, addsub_files(name))
+    store = tmp_path_factory.mktemp("data-plane-store")
+    package_repository(repository, store)
+    served = ComponentEndpoint(store, options=EndpointOptions(endpoint_name=ENDPOINT))
+    served.start()
+    yield served.url
+    served.stop()
+
+
+# The add/sub models' tensors, which the smoke test generates its inputs from.
+TENSORS = {
+    "inputs": [{"name": f"INPUT{i}", "datatype": "FP32", "shape": [4]} for i in (0, 1)],
+    "outputs": [{"name": f"OUTPUT{i}", "datatype": "FP32", "shape": [4]} for i in (0, 1)],
+}
+
+
 class Stage:
     """A repository (a GPU and a CPU model), its package written to the manifest
     contract (opaque archives), and the settings of a components stage."""
@@ -105,8 +138,7 @@ class Stage:
             "bytes": len(data),
             "kind": "model",
             "max_batch_size": 8,
-            "inputs": [],
-            "outputs": [],
+            **TENSORS,
         }
         self._write()
         return target
@@ -215,8 +247,11 @@ def describe(
     return answer
 
 
-def expect_plan(stubbed: Stubbed, names: dict[str, tuple[int, int]], endpoint: str) -> None:
-    """The plan's reads: the components on the endpoint, each described, their bounds."""
+def expect_plan(
+    stubbed: Stubbed, names: dict[str, tuple[int, int]], endpoint: str, failed: str = ""
+) -> None:
+    """The plan's reads: the components on the endpoint, each described (`failed`: that
+    one's last rollout Failed), their bounds."""
     stubbed.expect(
         "sagemaker",
         "list_inference_components",
@@ -241,7 +276,9 @@ def expect_plan(stubbed: Stubbed, names: dict[str, tuple[int, int]], endpoint: s
         stubbed.expect(
             "sagemaker",
             "describe_inference_component",
-            describe(name, stubbed.created(name), "InService"),
+            describe(name, stubbed.created(name), "Failed", "out of memory")
+            if name == failed
+            else describe(name, stubbed.created(name), "InService"),
             {"InferenceComponentName": name},
         )
     stubbed.expect(
@@ -370,20 +407,37 @@ def expect_listing(name: str) -> dict[str, Any]:
     }
 
 
-def run_up(stage: Stage, stubbed: Stubbed, cache: Path) -> tuple[UpResult, AwsProvider]:
+def run_up(
+    stage: Stage, stubbed: Stubbed, cache: Path, data_plane: str | None = None
+) -> tuple[UpResult, AwsProvider]:
+    """`deploy up`; with a `data_plane` URL its smoke test calls the components there
+    (as `--smoke-endpoint-url URL --smoke-endpoint-name ENDPOINT`), else it is skipped."""
     settings = stage.settings()
     clients = dataclasses.replace(aws_clients("us-east-1"), components=stubbed.components())
-    provider = AwsProvider(settings, clients=clients, template_cache=cache, poll_s=0.01)
+    provider = AwsProvider(
+        settings,
+        clients=clients,
+        template_cache=cache,
+        poll_s=0.01,
+        smoke_endpoint_url=data_plane,
+        smoke_endpoint_name=ENDPOINT if data_plane else None,
+    )
     provider.components_timeout_s = 60
     result = up(
         settings,
         provider,
         repository=stage.repository,
         package_dir=stage.package,
-        options=UpOptions(skip_package=True, skip_smoke=True, timeout_s=60),
+        options=UpOptions(skip_package=True, skip_smoke=data_plane is None, timeout_s=60),
         reporter=SilentReporter(),
     )
     return result, provider
+
+
+def smoked(result: UpResult) -> dict[str, str | None]:
+    """Each smoke-tested model and the component it called (all answered)."""
+    assert all(s.ok for s in result.smoke), result.smoke
+    return {s.name: s.inference_component for s in result.smoke}
 
 
 def published(provider: AwsProvider) -> dict[str, Any]:
@@ -393,7 +447,7 @@ def published(provider: AwsProvider) -> dict[str, Any]:
 
 
 def test_a_gpu_and_a_cpu_model_deploy_as_two_components_and_each_changes_alone(
-    moto_env: str, tmp_path: Path
+    moto_env: str, data_plane: str, tmp_path: Path
 ) -> None:
     cache = tmp_path / "templates"
     stage = Stage(tmp_path)
@@ -434,7 +488,7 @@ def test_a_gpu_and_a_cpu_model_deploy_as_two_components_and_each_changes_alone(
     expect_scaling(stubbed, tabular, 0, 3)
 
     # WHEN deploy up runs
-    first, provider = run_up(stage, stubbed, cache)
+    first, provider = run_up(stage, stubbed, cache, data_plane)
 
     # THEN the plan had one create action per model, and two components exist with
     # their own requirements: the GPU model 1 GPU, the CPU model 2 cores and no GPU.
@@ -455,11 +509,19 @@ def test_a_gpu_and_a_cpu_model_deploy_as_two_components_and_each_changes_alone(
         assert container == {
             "Image": image,
             "ArtifactUrl": f"s3://{location.bucket}/{location.prefix}{target}",
-            "Environment": {"SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": model},
+            # Its one model, and Triton's metrics (the per-model dashboards read them).
+            "Environment": {
+                "SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": model,
+                "SAGEMAKER_TRITON_ALLOW_METRICS": "true",
+            },
         }
         # The published manifest names each model's component (the SDK's header).
         assert document["models"][model]["inference_component"] == name
     assert document["hosting"] == "components"
+    # ... with the component addressing, which SDKs read from `invoke`.
+    assert document["invoke"]["addressing"] == INFERENCE_COMPONENT_HEADER
+    # Each new component answered the smoke test, called by its name, before publishing.
+    assert smoked(first) == {"detector": detector, "tabular": tabular}
     # KIND_GPU: one GPU; twice 3 MB of files plus the server's 1024 MB.
     assert stubbed.created(detector)["ComputeResourceRequirements"] == {
         "NumberOfCpuCoresRequired": 1.0,
@@ -502,7 +564,7 @@ def test_a_gpu_and_a_cpu_model_deploy_as_two_components_and_each_changes_alone(
         )
 
     # WHEN deploy up runs again
-    second, provider = run_up(stage, stubbed, cache)
+    second, provider = run_up(stage, stubbed, cache, data_plane)
 
     # THEN the one update call was the CPU model's (the Stubber refuses any other
     # call), with its new archive; no stack changed; the GPU model's is as it was.
@@ -515,6 +577,7 @@ def test_a_gpu_and_a_cpu_model_deploy_as_two_components_and_each_changes_alone(
     assert [(type(a), a.name) for a in component_actions] == [(UpdateComponent, tabular)]
     assert not [r for r in second.plan.resources if r.get("action") != "unchanged"]
     assert stubbed.created(detector) == old_detector
+    assert smoked(second) == {"tabular": tabular}  # only the updated component
     # The plan said how the update rolls out.
     assert any(
         note.startswith("component updates (tabular) replace 50% of the copies at a time")
@@ -524,14 +587,39 @@ def test_a_gpu_and_a_cpu_model_deploy_as_two_components_and_each_changes_alone(
     # WHEN deploy up runs a third time with nothing changed
     mutations = len([op for op, _ in stubbed.sent if not op.startswith(("Describe", "List"))])
     expect_plan(stubbed, {detector: (1, 4), tabular: (0, 3)}, endpoint)
-    third, provider = run_up(stage, stubbed, cache)
+    third, provider = run_up(stage, stubbed, cache, data_plane)
 
     # THEN it plans nothing and makes no call but the plan's reads
     stubbed.done()
     assert third.plan.actions == ()
+    assert third.smoke == []
     assert len([op for op, _ in stubbed.sent if not op.startswith(("Describe", "List"))]) == (
         mutations
     )
+
+    # GIVEN the GPU model's component failed its last rollout, its model unchanged
+    expect_plan(stubbed, {detector: (1, 4), tabular: (0, 3)}, endpoint, failed=detector)
+    stubbed.expect(
+        "sagemaker",
+        "update_inference_component",
+        {"InferenceComponentArn": f"{ACCOUNT_ARN}:inference-component/{detector}"},
+        {"InferenceComponentName": detector, "Specification": ANY, "DeploymentConfig": ANY},
+    )
+    stubbed.stubs["sagemaker"].add_response(
+        "describe_inference_component",
+        describe(detector, {}, "InService"),
+        {"InferenceComponentName": detector},
+    )
+
+    # WHEN deploy up runs
+    again, provider = run_up(stage, stubbed, cache, data_plane)
+
+    # THEN it updates that component and smoke-tests it by its name, though no model
+    # changed (a new copy serves it); nothing is published (the manifest is the same)
+    stubbed.done()
+    assert [(type(a), a.name) for a in again.plan.actions] == [(UpdateComponent, detector)]
+    assert smoked(again) == {"detector": detector}
+    assert not again.published
 
     # GIVEN the CPU model is removed from the repository
     stage.remove("tabular")
@@ -562,7 +650,7 @@ def test_a_gpu_and_a_cpu_model_deploy_as_two_components_and_each_changes_alone(
     )
 
     # WHEN deploy up runs
-    fourth, provider = run_up(stage, stubbed, cache)
+    fourth, provider = run_up(stage, stubbed, cache, data_plane)
 
     # THEN the component is deleted last, when the published manifest no longer names it
     stubbed.done()
@@ -571,6 +659,7 @@ def test_a_gpu_and_a_cpu_model_deploy_as_two_components_and_each_changes_alone(
         "DeleteComponent",
     ]
     assert isinstance(fourth.plan.actions[-1], DeleteComponent)
+    assert fourth.smoke == []  # the remaining component did not change
     # The price is the instances' (0-2 x the instance type), however many components.
     price = hourly_price(INSTANCE, "us-east-1")
     assert price is not None

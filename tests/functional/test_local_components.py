@@ -273,3 +273,97 @@ def test_deploy_serve_scales_a_component_to_zero_and_back_on_a_call(
             process.kill()
             process.wait()
         log.close()
+
+
+def test_deploy_up_local_makes_smoke_tests_and_publishes_components(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`deploy up --local --hosting components` with `scorer` at min_copies 0 in the
+    stage: the plan creates one component per model before the manifest is published,
+    the smoke test calls each by its InferenceComponentName (the endpoint refuses a
+    call without one), the published manifest names them with the component
+    addressing, and the endpoint holds the stage's min_copies. A second run changes
+    nothing; changing one model updates and smoke-tests only its component."""
+    import socket
+
+    from typer.testing import CliRunner
+
+    from deploy.cli import app
+    from deploy.client.manifest import INFERENCE_COMPONENT_HEADER, Manifest
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DEPLOY_LOCAL_PORT", str(port))
+    monkeypatch.delenv("DEPLOY_STAGE", raising=False)
+    write_repository(tmp_path / "models")
+    (tmp_path / "deploy.toml").write_text("[stages.qa.models.scorer]\nmin_copies = 0\n")
+    monkeypatch.setenv("DEPLOY_CONFIG", str(tmp_path / "deploy.toml"))
+    runner = CliRunner()
+    up = ["up", "--local", "--stage", "qa", "--hosting", "components", "--json"]
+    up += ["--repository", "models", "--package-dir", "build", "--timeout", "180"]
+    components = {"detector": "local-detector", "scorer": "local-scorer"}
+
+    def deploy_up() -> dict[str, Any]:
+        outcome = runner.invoke(app, up)
+        assert outcome.exit_code == 0, outcome.output
+        document: dict[str, Any] = json.loads(outcome.stdout)
+        return document
+
+    def applied(result: dict[str, Any]) -> list[tuple[str, str]]:
+        return [(a["action"], a.get("name") or a.get("key", "")) for a in result["applied"]]
+
+    try:
+        # WHEN deploy up --local runs on a new stage
+        first = deploy_up()
+
+        # THEN one component was created per model, both smoke-tested by component
+        # name before the manifest was published
+        kinds = [kind for kind, _ in applied(first)]
+        assert ("CreateComponent", "local-detector") in applied(first)
+        assert ("CreateComponent", "local-scorer") in applied(first)
+        assert kinds.index("PublishManifest") > kinds.index("CreateComponent")
+        smoked = {s["name"]: s for s in first["smoke"]}
+        assert {n: s["inference_component"] for n, s in smoked.items()} == components
+        assert all(s["ok"] and s["outputs"] == ["OUTPUT0", "OUTPUT1"] for s in smoked.values())
+        assert first["manifest_published"] is True
+        store = tmp_path / ".deploy" / "local" / "local" / "store"
+        published = Manifest.parse(json.loads((store / "manifest.json").read_text()), "store")
+        assert published.hosting == "components"
+        assert published.addressing == INFERENCE_COMPONENT_HEADER
+        assert published.invoke is not None
+        named = {n: m.inference_component for n, m in published.models.items()}
+        assert named == components
+        # The endpoint runs the stage's min_copies.
+        listing = json.loads(get(port, "/models")[1])["components"]
+        assert {n: c["min_copies"] for n, c in listing.items()} == {
+            "local-detector": 1,
+            "local-scorer": 0,
+        }
+        # Calls through the published manifest reach each component.
+        from deploy.client import Endpoint
+
+        with Endpoint("local", endpoint_url=first["url"], region="us-east-1") as client:
+            result = client.infer("scorer", {"INPUT0": A, "INPUT1": B})
+        np.testing.assert_array_equal(result["OUTPUT1"], A - B)
+
+        # WHEN it runs again with nothing changed: THEN nothing changes
+        second = deploy_up()
+        assert second["applied"] == [] and second["plan"]["actions"] == []
+        assert second["smoke"] == [] and second["manifest_published"] is False
+
+        # WHEN one model changes: THEN only its component is updated and smoke-tested
+        model = tmp_path / "models" / "scorer" / "1" / "model.py"
+        model.write_text(model.read_text() + "\n# v2\n")
+        third = deploy_up()
+        updated = [name for kind, name in applied(third) if "Component" in kind]
+        assert updated == ["local-scorer"]
+        assert ("UpdateComponent", "local-scorer") in applied(third)
+        assert [s["inference_component"] for s in third["smoke"]] == ["local-scorer"]
+        target = json.loads((store / "manifest.json").read_text())["models"]["scorer"]
+        listing = json.loads(get(port, "/models")[1])["components"]
+        assert listing["local-scorer"]["target_model"] == target["target_model"]
+    finally:
+        down = runner.invoke(app, ["down", "--local"])
+    assert down.exit_code == 0, down.output

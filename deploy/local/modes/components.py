@@ -16,6 +16,13 @@ CopyCount of at least 1). A component whose `min_copies` is 0
 seconds scales in: its model is unloaded. A call to it then gets SageMaker's
 no-capacity error and, as the NoCapacityInvocationFailures alarm and step
 policy do on AWS, starts a copy; calls succeed once the model is loaded again.
+
+Created components. `deploy up --local` creates, updates and deletes components
+before and after it publishes the manifest, as `deploy up` does on SageMaker:
+it writes them to the store's `components.json` (`write_created`), which this
+endpoint reads with the manifest and which wins over it. A component exists (and
+answers its smoke test) before any manifest names its model, and an updated one
+serves its new archive before clients are switched to it.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from deploy.errors import LocalEndpointError
 from deploy.hosting.component_sizing import component_name
 from deploy.local.http import wire
 from deploy.local.http.frontend import FrontEnd, Reply, Request
+from deploy.local.models.store import DirectoryStore
 from deploy.local.modes.endpoint import EndpointOptions, LocalEndpoint
 
 log = logging.getLogger(__name__)
@@ -64,6 +72,7 @@ HEADER_REQUIRED = (
     "consider using SageMaker models."
 )
 _SCALE_IN_CHECK_S = 0.5
+CREATED = "components.json"  # in the store: the components `deploy up --local` made
 REFRESH_S = 2.0  # how often the store's manifest is read again
 
 
@@ -95,6 +104,45 @@ def served_manifest(manifest: Manifest, endpoint_name: str) -> Manifest:
         format_minor=MANIFEST_MINOR,
         invoke=Invoke.of(COMPONENTS),
     )
+
+
+def read_created(store: Path) -> dict[str, Component]:
+    """The components `deploy up --local` made in the store folder `store` (none: {})."""
+    path = store / CREATED
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        return {
+            name: Component(
+                name, str(entry["model"]), str(entry["target_model"]), int(entry["min_copies"])
+            )
+            for name, entry in document["components"].items()
+        }
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise LocalEndpointError(
+            f"cannot read the components `deploy up --local` made: {exc}",
+            where=str(path),
+            fix="run `deploy up --local` again (it writes the file whole), or delete it",
+        ) from exc
+
+
+def write_created(store: Path, components: Mapping[str, Component]) -> None:
+    """Record the components of the store folder `store` (written whole, atomically)."""
+    from deploy._files import atomic_write_bytes
+
+    document = {
+        "components": {
+            name: {
+                "model": c.model,
+                "target_model": c.target_model,
+                "min_copies": c.min_copies,
+            }
+            for name, c in sorted(components.items())
+        }
+    }
+    store.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(store / CREATED, json.dumps(document, indent=2).encode())
 
 
 def components_of(manifest: Manifest, min_copies: Mapping[str, int]) -> dict[str, Component]:
@@ -295,16 +343,18 @@ class ComponentEndpoint(LocalEndpoint):
         return self.copies.components
 
     def refresh(self) -> list[Component]:
-        """Read the store's manifest; returns the components new or changed since."""
+        """Read the store's manifest and the components `deploy up --local` made (which
+        win); returns the components new or changed since."""
         with self._refresh_lock:
             read = self.store.manifest()
-            if read is None:
-                self.copies.update(None, {})
-                return []
-            served = served_manifest(read, self.endpoint_name)
-            for name in sorted(set(self.min_copies) - set(served.models)):
-                log.warning("models.%s: min_copies names no model of the store; ignored", name)
-            components = components_of(served, self.min_copies)
+            store = self.store
+            created = read_created(store.root) if isinstance(store, DirectoryStore) else {}
+            served = served_manifest(read, self.endpoint_name) if read is not None else None
+            components = components_of(served, self.min_copies) if served is not None else {}
+            if served is not None:
+                for name in sorted(set(self.min_copies) - set(served.models)):
+                    log.warning("models.%s: min_copies names no model of the store; ignored", name)
+            components |= created
             changed = self.copies.update(served, components)
             return [components[name] for name in changed]
 
