@@ -395,6 +395,9 @@ def main() -> None:
     parser.add_argument("--model", choices=("resnet50", "small"), default="resnet50")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     parser.add_argument(
+        "--triton-log", type=Path, help="keep tritonserver's log here (else removed at the end)"
+    )
+    parser.add_argument(
         "--quick", action="store_true", help="smoke run: small model, short cells, one round"
     )
     args = parser.parse_args()
@@ -415,7 +418,9 @@ def main() -> None:
         }
         raw = RawTorch(model_file)
         with LocalEndpoint(
-            root / "store", work_dir=root / "work", options=EndpointOptions(invoke_timeout=120)
+            root / "store",
+            work_dir=root / "work",
+            options=EndpointOptions(invoke_timeout=120, triton_log=args.triton_log),
         ) as endpoint:
             # Load every variant, and check the served answer against raw torch's.
             probe = _images(8, seed=7)
