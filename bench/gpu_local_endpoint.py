@@ -84,6 +84,7 @@ output [ {{ name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 1000 ] }},
 instance_group [ {{ kind: KIND_GPU count: {instances} }} ]
 dynamic_batching {{ }}
 """
+PROFILE = 'parameters {{ key: "DEPLOY_ADAPTER_PROFILE" value: {{ string_value: "1" }} }}\n'
 
 
 def _connect(host: str, port: str, timeout: float) -> http.client.HTTPConnection:
@@ -142,7 +143,9 @@ def write_model(path: Path, kind: str) -> str:
     return description
 
 
-def write_repository(root: Path, kind: str, instance_counts: list[int]) -> tuple[Path, str]:
+def write_repository(
+    root: Path, kind: str, instance_counts: list[int], profile: bool = False
+) -> tuple[Path, str]:
     names = {count: f"resnet50_x{count}" for count in instance_counts}
     first = root / names[instance_counts[0]] / "1" / "model.pt"
     first.parent.mkdir(parents=True)
@@ -154,6 +157,7 @@ def write_repository(root: Path, kind: str, instance_counts: list[int]) -> tuple
             (folder / "1" / "model.pt").write_bytes(first.read_bytes())
         (folder / "config.pbtxt").write_text(
             CONFIG.format(name=name, max_batch=MAX_BATCH, instances=count)
+            + (PROFILE.format() if profile else "")
         )
     return first, description
 
@@ -395,6 +399,11 @@ def main() -> None:
     parser.add_argument("--model", choices=("resnet50", "small"), default="resnet50")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     parser.add_argument(
+        "--profile-adapter",
+        action="store_true",
+        help="have the adapter log where its time goes (DEPLOY_ADAPTER_PROFILE), kept in the JSON",
+    )
+    parser.add_argument(
         "--triton-log", type=Path, help="keep tritonserver's log here (else removed at the end)"
     )
     parser.add_argument(
@@ -410,7 +419,9 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="gpu-bench-") as scratch:
         root = Path(scratch)
-        model_file, description = write_repository(root / "repo", args.model, instance_counts)
+        model_file, description = write_repository(
+            root / "repo", args.model, instance_counts, args.profile_adapter
+        )
         package_repository(root / "repo", root / "store")
         manifest = json.loads((root / "store" / "manifest.json").read_text())["models"]
         targets = {
@@ -481,6 +492,12 @@ def main() -> None:
                                 served_rounds.setdefault(key, []).append(cell)
                                 print(key, cell, file=sys.stderr, flush=True)
                 ceiling.append(raw.drive(MAX_BATCH, 1, args.warmup, args.seconds))
+            log = Path(endpoint.supervisor.log_path).read_text(errors="replace")
+            profile_lines = [
+                re.sub(r"^.*deploy adapter: ", "", line.strip()).rstrip('"')
+                for line in log.splitlines()
+                if "deploy adapter: profile" in line
+            ]
 
     served = {key: _median(cells) for key, cells in served_rounds.items()}
     raw_median = {key: _median(cells) for key, cells in raw_rounds.items()}
@@ -530,6 +547,7 @@ def main() -> None:
         "warmup_s": args.warmup,
         "rounds": args.rounds,
         "adapter_log": adapter_lines[:4],
+        **({"adapter_profile": profile_lines} if args.profile_adapter else {}),
         "max_abs_diff_endpoint_vs_raw_torch": differences,
         "endpoint_median": served,
         "endpoint_rounds": served_rounds,
