@@ -23,6 +23,10 @@ Prints one JSON document. In this same run:
 - `json_libraries`: the standard library, orjson and msgspec parsing the 5.3 MB
   request and writing the 5.1 MB answer (CPU ms, median), the measurement
   behind the handler's choice (`fast_json.LIBRARY`).
+- `json_stages`: where the `json` case's added time goes, stage by stage, as
+  the handler runs them (CPU ms, median): parsing the request, packing it into
+  Triton's binary protocol, unpacking the answer into Python numbers, writing
+  the answer's JSON and making it the response body's text.
 - `cold_start`: CPU ms of fresh interpreters importing `deploy_handlers.front_door.app`
   (with this environment's msgspec and pybase64), the same import from the
   synthesized Lambda asset in a CPython 3.12 if one is given or found
@@ -71,7 +75,9 @@ from deploy.client import decode, encode  # noqa: E402
 from deploy.client._codec import encode_input, encode_response  # noqa: E402
 from deploy_handlers.front_door import fast_json  # noqa: E402
 from deploy_handlers.front_door.app import FrontDoor  # noqa: E402
+from deploy_handlers.front_door.binary import decode_response, encode_request  # noqa: E402
 from deploy_handlers.front_door.manifest import ManifestCache  # noqa: E402
+from deploy_handlers.front_door.request import parse_body  # noqa: E402
 from deploy_infra.lambda_bundle import (  # noqa: E402
     ARCHITECTURE,
     MEMORY_MB,
@@ -309,6 +315,37 @@ def json_libraries(count: int, repeat: int) -> dict[str, Any]:
     return report
 
 
+def json_stages(count: int, repeat: int) -> dict[str, float]:
+    """CPU ms of each stage of a v2 JSON request's path through the handler."""
+    values = np.random.default_rng(1).random(count, dtype=np.float32).reshape(1, count)
+    text = json.dumps(
+        {
+            "inputs": [
+                {
+                    "name": "I",
+                    "datatype": "FP32",
+                    "shape": [1, count],
+                    "data": values.ravel().tolist(),
+                }
+            ]
+        }
+    )
+    document = parse_body(text)
+    answer = encode_response([encode_input("O", values)])
+    response = decode_response(answer.body, answer.content_type)
+    written = fast_json.dumps(response)
+    stages: dict[str, Callable[[], Any]] = {
+        "parse_request": lambda: parse_body(text),
+        "pack_binary": lambda: encode_request(document),
+        "unpack_answer": lambda: decode_response(answer.body, answer.content_type),
+        "write_answer": lambda: fast_json.dumps(response),
+        "answer_text": lambda: written.decode("utf-8"),
+    }
+    report = {name: _median_cpu_ms(call, repeat) for name, call in stages.items()}
+    report["sum"] = round(sum(report.values()), 3)
+    return report
+
+
 def _median_cpu_ms(call: Callable[[], Any], repeat: int) -> float:
     call()
     return round(statistics.median(_timed(call)[0] for _ in range(repeat)), 3)
@@ -476,6 +513,7 @@ def main() -> None:
             for name, case in measured.items()
         },
         "json_libraries": json_libraries(count, 3 if args.quick else 9),
+        "json_stages": json_stages(count, 3 if args.quick else 9),
         "cold_start": cold_start(1 if args.quick else 7, asset, _lambda_python(args.lambda_python)),
         "asset": asset_size,
     }
