@@ -33,9 +33,12 @@ raw torch's images/s in every round of a run of at least 3 rounds. Also
 reported: each cell against `raw_torch_ceiling`, and the latency the endpoint
 adds at batch 1 and concurrency 1 (its p50 less raw torch's time per call,
 one thread). The JSON names the machine, driver, torch and the git commit.
-`--model small` swaps ResNet-50 for a small convolutional net (a smoke run on
-a machine without torchvision or a GPU; its numbers are not the
-benchmark's); `--quick` is that with short cells, one round and one instance.
+`--profile-adapter` has the adapter log where each model call's time goes
+(DEPLOY_ADAPTER_PROFILE, every 100 calls; kept as `adapter_profile`), and
+`--triton-log FILE` keeps tritonserver's log. `--model small` swaps
+ResNet-50 for a small convolutional net (a smoke run on a machine without
+torchvision or a GPU; its numbers are not the benchmark's); `--quick` is that
+with short cells, one round and one instance.
 """
 
 from __future__ import annotations
