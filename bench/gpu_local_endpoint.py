@@ -33,9 +33,12 @@ raw torch's images/s in every round of a run of at least 3 rounds. Also
 reported: each cell against `raw_torch_ceiling`, and the latency the endpoint
 adds at batch 1 and concurrency 1 (its p50 less raw torch's time per call,
 one thread). The JSON names the machine, driver, torch and the git commit.
-`--model small` swaps ResNet-50 for a small convolutional net (a smoke run on
-a machine without torchvision or a GPU; its numbers are not the
-benchmark's); `--quick` is that with short cells, one round and one instance.
+`--profile-adapter` has the adapter log where each model call's time goes
+(DEPLOY_ADAPTER_PROFILE, every 100 calls; kept as `adapter_profile`), and
+`--triton-log FILE` keeps tritonserver's log. `--model small` swaps
+ResNet-50 for a small convolutional net (a smoke run on a machine without
+torchvision or a GPU; its numbers are not the benchmark's); `--quick` is that
+with short cells, one round and one instance.
 """
 
 from __future__ import annotations
@@ -84,6 +87,7 @@ output [ {{ name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 1000 ] }},
 instance_group [ {{ kind: KIND_GPU count: {instances} }} ]
 dynamic_batching {{ }}
 """
+PROFILE = 'parameters {{ key: "DEPLOY_ADAPTER_PROFILE" value: {{ string_value: "1" }} }}\n'
 
 
 def _connect(host: str, port: str, timeout: float) -> http.client.HTTPConnection:
@@ -142,7 +146,9 @@ def write_model(path: Path, kind: str) -> str:
     return description
 
 
-def write_repository(root: Path, kind: str, instance_counts: list[int]) -> tuple[Path, str]:
+def write_repository(
+    root: Path, kind: str, instance_counts: list[int], profile: bool = False
+) -> tuple[Path, str]:
     names = {count: f"resnet50_x{count}" for count in instance_counts}
     first = root / names[instance_counts[0]] / "1" / "model.pt"
     first.parent.mkdir(parents=True)
@@ -154,6 +160,7 @@ def write_repository(root: Path, kind: str, instance_counts: list[int]) -> tuple
             (folder / "1" / "model.pt").write_bytes(first.read_bytes())
         (folder / "config.pbtxt").write_text(
             CONFIG.format(name=name, max_batch=MAX_BATCH, instances=count)
+            + (PROFILE.format() if profile else "")
         )
     return first, description
 
@@ -395,6 +402,14 @@ def main() -> None:
     parser.add_argument("--model", choices=("resnet50", "small"), default="resnet50")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     parser.add_argument(
+        "--profile-adapter",
+        action="store_true",
+        help="have the adapter log where its time goes (DEPLOY_ADAPTER_PROFILE), kept in the JSON",
+    )
+    parser.add_argument(
+        "--triton-log", type=Path, help="keep tritonserver's log here (else removed at the end)"
+    )
+    parser.add_argument(
         "--quick", action="store_true", help="smoke run: small model, short cells, one round"
     )
     args = parser.parse_args()
@@ -407,7 +422,9 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="gpu-bench-") as scratch:
         root = Path(scratch)
-        model_file, description = write_repository(root / "repo", args.model, instance_counts)
+        model_file, description = write_repository(
+            root / "repo", args.model, instance_counts, args.profile_adapter
+        )
         package_repository(root / "repo", root / "store")
         manifest = json.loads((root / "store" / "manifest.json").read_text())["models"]
         targets = {
@@ -415,7 +432,9 @@ def main() -> None:
         }
         raw = RawTorch(model_file)
         with LocalEndpoint(
-            root / "store", work_dir=root / "work", options=EndpointOptions(invoke_timeout=120)
+            root / "store",
+            work_dir=root / "work",
+            options=EndpointOptions(invoke_timeout=120, triton_log=args.triton_log),
         ) as endpoint:
             # Load every variant, and check the served answer against raw torch's.
             probe = _images(8, seed=7)
@@ -476,6 +495,12 @@ def main() -> None:
                                 served_rounds.setdefault(key, []).append(cell)
                                 print(key, cell, file=sys.stderr, flush=True)
                 ceiling.append(raw.drive(MAX_BATCH, 1, args.warmup, args.seconds))
+            log = Path(endpoint.supervisor.log_path).read_text(errors="replace")
+            profile_lines = [
+                re.sub(r"^.*deploy adapter: ", "", line.strip()).rstrip('"')
+                for line in log.splitlines()
+                if "deploy adapter: profile" in line
+            ]
 
     served = {key: _median(cells) for key, cells in served_rounds.items()}
     raw_median = {key: _median(cells) for key, cells in raw_rounds.items()}
@@ -525,6 +550,7 @@ def main() -> None:
         "warmup_s": args.warmup,
         "rounds": args.rounds,
         "adapter_log": adapter_lines[:4],
+        **({"adapter_profile": profile_lines} if args.profile_adapter else {}),
         "max_abs_diff_endpoint_vs_raw_torch": differences,
         "endpoint_median": served,
         "endpoint_rounds": served_rounds,

@@ -182,12 +182,14 @@ def decode_tensor(datatype: str, shape: list[int], raw: bytes) -> tuple[list[Any
     code = _ARRAY_CODES.get(datatype)
     if code is None:  # BOOL, FP16
         values = list(struct.unpack(f"<{count}{_FORMATS[datatype]}", raw))
-    else:
+    elif _SWAP or len(raw) % array.array(code).itemsize:
         unpacked = array.array(code)
         unpacked.frombytes(raw)
         if _SWAP:
             unpacked.byteswap()
         values = unpacked.tolist()
+    else:  # the floats straight from the answer's bytes, without copying them first
+        values = memoryview(raw).cast(code).tolist()  # type: ignore[call-overload]  # code is a str
     if len(values) != count:
         raise ValueError(f"{datatype} output holds {len(values)} elements, shape says {count}")
     # A NaN or infinity makes the sum non-finite (so can overflow: then the list

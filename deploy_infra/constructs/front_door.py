@@ -26,7 +26,12 @@ from constructs import Construct
 
 from deploy_infra.constructs.log_key import LogKey
 from deploy_infra.constructs.sagemaker_endpoint import endpoint_arn
-from deploy_infra.lambda_bundle import HANDLERS_DIR, MEMORY_MB, front_door_asset
+from deploy_infra.lambda_bundle import (
+    HANDLERS_DIR,
+    MALLOC_ENVIRONMENT,
+    MEMORY_MB,
+    front_door_asset,
+)
 from deploy_infra.nag import suppress
 
 __all__ = ["HANDLER", "HANDLERS_DIR", "MEMORY_MB", "FrontDoor"]
@@ -135,6 +140,7 @@ class FrontDoor(Construct):
                 "ENDPOINT_NAME": endpoint_name,
                 "MODEL_STORE_BUCKET": bucket.bucket_name,
                 "MANIFEST_KEY": manifest_key,
+                **MALLOC_ENVIRONMENT,  # large buffers stay in the heap (lambda_bundle.py)
             },
             description=f"KServe v2 JSON front door for SageMaker endpoint {endpoint_name}",
         )

@@ -8,6 +8,7 @@ with, so each answer says how many rows its call held.
 
 from __future__ import annotations
 
+import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -138,3 +139,35 @@ def test_requests_of_different_shapes_run_as_one_call_per_shape(
         batch = outputs["BATCH"].ravel().tolist()
         assert batch in ([float(len(x))] * len(x), [float(rows_per_width[x.shape[1]])] * len(x))
         np.testing.assert_array_equal(outputs["Y"], 2 * x)
+
+
+def test_the_profile_parameter_logs_where_an_instance_spends_its_calls(
+    local_endpoint: Any, tmp_path: Path
+) -> None:
+    folder = torch_batch_counting_model(tmp_path / "profiled_ts")
+    config = (folder / "config.pbtxt").read_text()
+    config = config.replace('name: "counted_ts"', 'name: "profiled_ts"')
+    config = config.replace("max_queue_delay_microseconds: 5000000", "")
+    config += 'parameters { key: "DEPLOY_ADAPTER_PROFILE" value { string_value: "1" } }\n'
+    (folder / "config.pbtxt").write_text(config)
+    target = "batching/profiled_ts.tar.gz"
+    write_archive(local_endpoint.store_dir / target, folder_files(folder, "profiled_ts"))
+    client = runtime_client(local_endpoint.url)
+    x = np.ones((2, 3), np.float32)
+
+    for _ in range(100):  # one call each: the adapter reports every 100 calls
+        invoke(client, "local", target, {"INPUT__0": x})
+
+    # The 100th call is answered before its log line is written (the stub logs through
+    # tritonserver): wait for it.
+    deadline = time.monotonic() + 30
+    while True:
+        log = local_endpoint.endpoint.supervisor.log_path.read_text(errors="replace")
+        profiles = [line for line in log.splitlines() if f"profile of '{target}'" in line]
+        if profiles or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert len(profiles) == 1, profiles
+    assert "over 100 calls, 2.0 rows a call, mean ms: between " in profiles[0]
+    for stage in ("prepare", "to_device", "launch", "wait", "answer"):
+        assert f", {stage} " in profiles[0]
