@@ -235,10 +235,16 @@ def _up_local(
 
 
 def _boto3_snippet(url: str, endpoint_name: str, manifest: dict[str, Any]) -> str | None:
-    """A copy-paste boto3 call (v2 JSON body) for the first model of the manifest."""
+    """A copy-paste boto3 call (v2 JSON body) for the first model of the manifest
+    (none for a manifest without models or one that breaks the contract)."""
     import json
 
-    models = manifest.get("models") or {}
+    from deploy.client import manifest as contract
+
+    try:
+        models = contract.parse(manifest, "published manifest").models
+    except contract.ManifestFormatError:
+        return None
     if not models:
         return None
     name = sorted(models)[0]
@@ -249,20 +255,20 @@ def _boto3_snippet(url: str, endpoint_name: str, manifest: dict[str, Any]) -> st
     inputs = [
         {
             "name": input_name,
-            "datatype": spec["datatype"],
+            "datatype": spec.datatype,
             "shape": list(array.shape),
-            "data": ["a" if spec["datatype"] == "BYTES" else 0] * array.size,
+            "data": ["a" if spec.datatype == "BYTES" else 0] * array.size,
         }
         for spec, (input_name, array) in zip(
-            entry.get("inputs", []), generated_inputs(entry).items(), strict=True
+            entry.inputs, generated_inputs(entry).items(), strict=True
         )
     ]
     body = json.dumps({"inputs": inputs})
-    component = entry.get("inference_component")  # hosting components: no TargetModel
+    component = entry.inference_component  # hosting components: no TargetModel
     address = (
         f"InferenceComponentName={component!r}"
         if component
-        else f"TargetModel={entry['target_model']!r}"
+        else f"TargetModel={entry.target_model!r}"
     )
     return (
         "import boto3\n"

@@ -17,7 +17,7 @@ endpoint's ModelDataUrl.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,16 +40,16 @@ def diff_models(local: dict[str, Any], published: dict[str, Any] | None) -> tupl
 
     Nothing is uploaded per model (the archive is), so `upload` is always False.
     """
-    before = (published or {}).get("models") or {}
-    models = local.get("models") or {}
+    before = _models(published, where="published manifest")
+    models = _models(local, where="package manifest")
     changes: list[ModelChange] = []
     for name in sorted(models):
         entry = models[name]
-        digest = str(entry.get("source_digest", ""))
+        digest = entry.source_digest or ""
         old = before.get(name)
         if old is None:
             action: ModelAction = "new"
-        elif not digest or old.get("source_digest") != digest:
+        elif not digest or old.source_digest != digest:
             action = "changed"
         else:
             action = "unchanged"
@@ -57,9 +57,9 @@ def diff_models(local: dict[str, Any], published: dict[str, Any] | None) -> tupl
             ModelChange(
                 name=name,
                 action=action,
-                target_model=str(entry.get("target_model", name)),
-                previous_target_model=str(old.get("target_model", name)) if old else None,
-                bytes=int(entry.get("bytes", 0)),
+                target_model=entry.target_model,
+                previous_target_model=old.target_model if old else None,
+                bytes=entry.bytes or 0,
                 sha256=digest,
                 upload=False,
             )
@@ -70,14 +70,28 @@ def diff_models(local: dict[str, Any], published: dict[str, Any] | None) -> tupl
             ModelChange(
                 name=name,
                 action="removed",
-                target_model=str(gone.get("target_model", name)),
-                previous_target_model=str(gone.get("target_model", name)),
-                bytes=int(gone.get("bytes", 0)),
-                sha256=str(gone.get("source_digest", "")),
+                target_model=gone.target_model,
+                previous_target_model=gone.target_model,
+                bytes=gone.bytes or 0,
+                sha256=gone.source_digest or "",
                 upload=False,
             )
         )
     return tuple(changes)
+
+
+def _models(document: dict[str, Any] | None, *, where: str) -> Mapping[str, contract.ModelInfo]:
+    """The models of a router-layout manifest as decoded (none for None), parsed."""
+    if document is None:
+        return {}
+    try:
+        return contract.parse(document, where).models
+    except contract.ManifestFormatError as exc:
+        raise PackagingError(
+            f"not a format-{contract.MANIFEST_FORMAT} manifest: {exc.message}",
+            where=exc.where or where,
+            fix="re-run `deploy package` with this version of deploy",
+        ) from exc
 
 
 @dataclass(frozen=True)
@@ -184,8 +198,8 @@ class RouterLayout:
 
     def served_models(self, published: dict[str, Any] | None) -> dict[str, str]:
         return {
-            str(name): str(model.get("target_model", name))
-            for name, model in ((published or {}).get("models") or {}).items()
+            name: model.target_model
+            for name, model in _models(published, where="published manifest").items()
         }
 
     def archive_key(self, published: dict[str, Any] | None) -> str | None:

@@ -20,7 +20,6 @@ DeploymentConfig (`[stages.X.rollout]`).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -43,7 +42,7 @@ class CanaryChange:
 
     `state`: "new" (the model had none), "replaced" (`previous` was the canary),
     "percent" (the same canary, `previous_percent` before), "kept" (as published).
-    `entry` is the model's manifest entry to publish: the live version's, with
+    `entry` is the model as the manifest publishes it: the live version, with
     the canary named."""
 
     name: str
@@ -51,7 +50,7 @@ class CanaryChange:
     target_model: str
     live_target_model: str
     state: CanaryState
-    entry: Mapping[str, Any]
+    entry: contract.ModelInfo
     previous: str | None = None
     previous_percent: float | None = None
 
@@ -140,8 +139,9 @@ def plan_canaries(
     lane: bool = False,
 ) -> tuple[tuple[ModelChange, ...], tuple[CanaryChange, ...], tuple[str, ...]]:
     """The plan's model changes adjusted for canaries, the canaries the published
-    manifest will name, and notes for the plan (`lane`: the stage has an async lane)."""
-    local = {name: entry for name, entry in (package.get("models") or {}).items()}
+    manifest will name, and notes for the plan (`lane`: the stage has an async lane).
+    `package` and `published` are the manifests as decoded; they are parsed here."""
+    local = contract.parse(package, "package manifest").models
     unknown = sorted(name for name in percents if name != "*" and name not in local)
     if unknown:
         raise ConfigError(
@@ -167,7 +167,7 @@ def plan_canaries(
                 )
             changes.append(change)
             continue
-        info, document = before
+        info = before
         current = info.canary
         new = change.target_model
         if current is not None and new in (info.target_model, current.target_model):
@@ -179,7 +179,6 @@ def plan_canaries(
                 _change(
                     change.name,
                     info,
-                    document,
                     canary,
                     state,
                     previous_percent=current.percent if state == "percent" else None,
@@ -196,20 +195,19 @@ def plan_canaries(
                 )
             changes.append(change)
             continue
-        _check_signature(change.name, info, local[change.name])
         entry = local[change.name]
+        _check_signature(change.name, info, entry)
         canary = contract.Canary(
             target_model=new,
             percent=percent,
-            sha256=entry.get("sha256"),
-            bytes=entry.get("bytes"),
-            source_digest=entry.get("source_digest"),
+            sha256=entry.sha256,
+            bytes=entry.bytes,
+            source_digest=entry.source_digest,
         )
         canaries.append(
             _change(
                 change.name,
                 info,
-                document,
                 canary,
                 "new" if current is None else "replaced",
                 previous=current.target_model if current is not None else None,
@@ -229,70 +227,51 @@ def published_document(package_bytes: bytes, canaries: tuple[CanaryChange, ...])
     its canary."""
     if not canaries:
         return package_bytes
-    document = json.loads(package_bytes)
-    models = dict(document.get("models") or {})
-    for canary in canaries:
-        models[canary.name] = dict(canary.entry)
-    document["models"] = models
     try:
-        manifest = contract.written(contract.parse(document, "the manifest to publish"))
-    except contract.ManifestFormatError as exc:  # a published entry this version cannot carry
+        manifest = contract.loads(package_bytes, "the manifest to publish")
+    except contract.ManifestFormatError as exc:  # a package this version cannot carry
         raise DeployError(
             f"the manifest with its canaries breaks the contract: {exc}",
             where="the published manifest",
             fix="re-run `deploy up` without a canary",
         ) from exc
-    return contract.dump(manifest)
+    models = {**manifest.models, **{canary.name: canary.entry for canary in canaries}}
+    return contract.dump(contract.written(replace(manifest, models=models)))
 
 
 def _change(
     name: str,
     info: contract.ModelInfo,
-    document: Mapping[str, Any],
     canary: contract.Canary,
     state: CanaryState,
     *,
     previous: str | None = None,
     previous_percent: float | None = None,
 ) -> CanaryChange:
-    entry = {key: value for key, value in document.items() if key != "canary"}
-    entry["canary"] = canary.to_document()
     return CanaryChange(
         name=name,
         percent=canary.percent,
         target_model=canary.target_model,
         live_target_model=info.target_model,
         state=state,
-        entry=entry,
+        entry=replace(info, canary=canary),
         previous=previous,
         previous_percent=previous_percent,
     )
 
 
-def _published_models(
-    published: Mapping[str, Any] | None,
-) -> dict[str, tuple[contract.ModelInfo, Mapping[str, Any]]]:
+def _published_models(published: Mapping[str, Any] | None) -> Mapping[str, contract.ModelInfo]:
     if published is None:
         return {}
     try:
-        parsed = contract.parse(published, "published manifest")
+        return contract.parse(published, "published manifest").models
     except contract.ManifestFormatError:
         return {}  # the diff refuses it, naming the field
-    documents = published.get("models") or {}
-    return {name: (info, documents[name]) for name, info in parsed.models.items()}
 
 
-def _check_signature(name: str, live: contract.ModelInfo, entry: Mapping[str, Any]) -> None:
+def _check_signature(name: str, live: contract.ModelInfo, new: contract.ModelInfo) -> None:
     """A canary answers the live version's callers: it takes the same inputs and
     gives the same outputs (the manifest describes the live version's)."""
-    new = contract.parse(
-        {
-            "format": contract.MANIFEST_FORMAT,
-            "hosting": contract.MULTI_MODEL,
-            "models": {name: entry},
-        },
-        "package manifest",
-    ).models[name]
     before = (live.max_batch_size, live.inputs, live.outputs)
     after = (new.max_batch_size, new.inputs, new.outputs)
     if before != after:

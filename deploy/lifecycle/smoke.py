@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from deploy.client.dtypes import FIXED_DTYPES
+from deploy.client.manifest import Manifest, ModelInfo
 from deploy.errors import DeployError
 from deploy.lifecycle.plan import ModelChange
 from deploy.lifecycle.provider import DataPlane
@@ -90,28 +91,34 @@ class SmokeResult:
         }
 
 
-def generated_inputs(model: Mapping[str, Any], *, seed: int = 0) -> dict[str, Any]:
-    """Deterministic inputs matching a manifest model's `inputs` specs."""
+def generated_inputs(model: ModelInfo | Mapping[str, Any], *, seed: int = 0) -> dict[str, Any]:
+    """Deterministic inputs matching a manifest model's `inputs` specs (a parsed
+    `ModelInfo`, or a model entry as decoded)."""
     rng = np.random.default_rng(seed)
-    batch = [1] if int(model.get("max_batch_size", 0)) > 0 else []
+    if isinstance(model, ModelInfo):
+        name, batched = model.name, model.max_batch_size > 0
+        specs = [(t.name, t.datatype, t.shape) for t in model.inputs]
+    else:
+        name, batched = str(model.get("name")), int(model.get("max_batch_size", 0)) > 0
+        specs = [(s["name"], str(s["datatype"]), s["shape"]) for s in model.get("inputs", [])]
+    batch = [1] if batched else []
     inputs: dict[str, Any] = {}
-    for spec in model.get("inputs", []):
-        shape = batch + [dim if int(dim) > 0 else 1 for dim in spec["shape"]]
-        datatype = str(spec["datatype"])
+    for input_name, datatype, dims in specs:
+        shape = batch + [dim if int(dim) > 0 else 1 for dim in dims]
         if datatype == "BYTES":
-            inputs[spec["name"]] = np.full(shape, b"smoke", dtype=np.object_)
+            inputs[input_name] = np.full(shape, b"smoke", dtype=np.object_)
         elif datatype == "BOOL":
-            inputs[spec["name"]] = rng.integers(0, 2, size=shape).astype(np.bool_)
+            inputs[input_name] = rng.integers(0, 2, size=shape).astype(np.bool_)
         elif datatype == "BF16":  # float32, rounded to bfloat16 by the SDK
-            inputs[spec["name"]] = rng.random(size=shape).astype(np.float32)
+            inputs[input_name] = rng.random(size=shape).astype(np.float32)
         elif datatype.startswith("FP"):
-            inputs[spec["name"]] = rng.random(size=shape).astype(FIXED_DTYPES[datatype])
+            inputs[input_name] = rng.random(size=shape).astype(FIXED_DTYPES[datatype])
         elif datatype in FIXED_DTYPES:
-            inputs[spec["name"]] = rng.integers(0, 8, size=shape).astype(FIXED_DTYPES[datatype])
+            inputs[input_name] = rng.integers(0, 8, size=shape).astype(FIXED_DTYPES[datatype])
         else:
             raise SmokeTestFailedError(
-                f"cannot generate input {spec['name']!r} of datatype {datatype}",
-                where=f"model {model.get('name')}",
+                f"cannot generate input {input_name!r} of datatype {datatype}",
+                where=f"model {name}",
                 fix="add a warmup sample or pass --skip-smoke",
             )
     return inputs
@@ -119,7 +126,7 @@ def generated_inputs(model: Mapping[str, Any], *, seed: int = 0) -> dict[str, An
 
 def smoke_test(
     changes: Sequence[ModelChange],
-    manifest: Mapping[str, Any],
+    manifest: Manifest,
     manifest_path: Path,
     target: DataPlane,
     *,
@@ -136,7 +143,7 @@ def smoke_test(
     results: list[SmokeResult] = []
     if not changes:
         return results
-    models = manifest["models"]
+    models = manifest.models
     with Endpoint(
         target.endpoint_name,
         region=target.region,
@@ -186,7 +193,7 @@ def smoke_test(
                     failure=failure,
                     golden=tuple(case.name for case in cases),
                     mismatches=tuple(mismatches),
-                    inference_component=model.get("inference_component"),
+                    inference_component=model.inference_component,
                 )
             )
     return results

@@ -248,7 +248,7 @@ def smoke(
     golden = golden_cases(repository, [change.name for change in changes])
     results = smoke_test(
         changes,
-        package.document,
+        package.manifest,
         package.manifest_path,
         target,
         timeout_s=timeout_s,

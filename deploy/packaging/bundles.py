@@ -37,6 +37,7 @@ from pathlib import Path, PurePosixPath
 
 from blake3 import blake3
 
+from deploy.client import manifest as contract
 from deploy.errors import PackagingError
 
 BUNDLES_KEY = "bundles"  # per-model manifest key: {bundled model name: digest}
@@ -163,17 +164,19 @@ def bundle_conflicts(archives: Mapping[str, Mapping[str, str]]) -> list[BundleCo
 
 def manifest_bundles(document: Mapping[str, object] | None) -> dict[str, dict[str, str]]:
     """TargetModel -> its bundles, as a manifest records them (archives packaged before
-    the manifest recorded bundles have none to compare)."""
-    models = (document or {}).get("models")
+    the manifest recorded bundles have none to compare; nor has a manifest that breaks
+    the contract)."""
+    if document is None:
+        return {}
+    try:
+        models = contract.parse(document, "manifest").models
+    except contract.ManifestFormatError:
+        return {}
     found: dict[str, dict[str, str]] = {}
-    if not isinstance(models, Mapping):
-        return found
-    for entry in models.values():
-        if not isinstance(entry, Mapping):
-            continue
-        target, bundles = entry.get("target_model"), entry.get(BUNDLES_KEY)
-        if isinstance(target, str) and isinstance(bundles, Mapping):
-            found[target] = {str(k): str(v) for k, v in bundles.items()}
+    for info in models.values():
+        bundles = info.extra.get(BUNDLES_KEY)
+        if isinstance(bundles, Mapping):
+            found[info.target_model] = {str(k): str(v) for k, v in bundles.items()}
     return found
 
 

@@ -43,11 +43,12 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from time import perf_counter
-from typing import Any, Protocol
+from typing import Protocol
 from urllib.parse import unquote
 
 import httptools
 
+from deploy.client import manifest as contract
 from deploy.errors import LocalEndpointError
 from deploy.local.http import wire
 from deploy.local.http.connections import (
@@ -808,7 +809,7 @@ class FrontEnd:
         model_wait: float = 120.0,
         invoke_timeout: float = 60.0,
         log_path: str = "tritonserver.log",
-        manifest: Callable[[], dict[str, Any] | None] = lambda: None,
+        manifest: Callable[[], contract.Manifest | None] = lambda: None,
         limits: ConnectionLimits | None = None,
         invoker: Invoker | None = None,
     ) -> None:
@@ -900,33 +901,30 @@ class FrontEnd:
     async def _manifest(self) -> Reply:
         """The manifest the endpoint serves from (file or S3 I/O: off the loop)."""
         try:
-            document = await asyncio.get_running_loop().run_in_executor(
+            manifest = await asyncio.get_running_loop().run_in_executor(
                 self._executor, self.manifest
             )
         except LocalEndpointError as exc:
             return wire.AwsErrorReply("InternalFailure", 500, str(exc)).encode()
         named = (wire.ENDPOINT_NAME_HEADER, self.endpoint_name)
-        if document is None:
+        if manifest is None:
             status, headers, body = wire.AwsErrorReply(
                 "ResourceNotFound", 404, "the model store has no manifest.json"
             ).encode()
             return status, [*headers, named], body
-        return 200, [("Content-Type", "application/json"), named], json.dumps(document).encode()
+        body = json.dumps(manifest.to_document()).encode()
+        return 200, [("Content-Type", "application/json"), named], body
 
     async def _metrics(self) -> Reply:
         """Per-model metrics under the manifest's logical names (Prometheus text)."""
         try:
-            document = await asyncio.get_running_loop().run_in_executor(
+            manifest = await asyncio.get_running_loop().run_in_executor(
                 self._executor, self.manifest
             )
         except LocalEndpointError:
-            document = None  # counted all the same, under their TargetModels alone
-        names: dict[str, str] = {}
-        models = document.get("models") if isinstance(document, dict) else None
-        if isinstance(models, dict):
-            for name, entry in models.items():
-                if isinstance(entry, dict) and isinstance(entry.get("target_model"), str):
-                    names[entry["target_model"]] = name
+            manifest = None  # counted all the same, under their TargetModels alone
+        models = manifest.models if manifest is not None else {}
+        names = {entry.target_model: name for name, entry in models.items()}
         return 200, [("Content-Type", METRICS_CONTENT_TYPE)], self.metrics.exposition(names)
 
     async def invoke_platform(self, request: Request, endpoint: str) -> Reply:

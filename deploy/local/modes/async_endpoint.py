@@ -197,10 +197,10 @@ class AsyncLocalEndpoint(SingleModelEndpoint):
         # As the stock image's serve script: only the default model at start.
         self.supervisor.load_models = (router,)
         served = contract.with_async_inference(
-            contract.parse(self.manifest, str(self.manifest_path)),
+            self.manifest,
             contract.AsyncLocations(**manifest_section(locations)),
         )
-        self.manifest = served.to_document()
+        self.manifest = served
         self.manifest_path.write_bytes(contract.dump(served))
         self.invocations = AsyncInvocations(
             endpoint_name=self.options.endpoint_name,
@@ -265,7 +265,7 @@ def serve_async_forever(
             "asynchronous endpoint %r serving %s through %r at %s; requests from %s, "
             "results to %s, failures to %s (log: %s)",
             endpoint.endpoint_name,
-            ", ".join(sorted(endpoint.manifest["models"])),
+            ", ".join(sorted(endpoint.manifest.models)),
             endpoint.router,
             endpoint.url,
             ", ".join(endpoint.invocations.input_prefixes),

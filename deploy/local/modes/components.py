@@ -331,7 +331,7 @@ class ComponentEndpoint(LocalEndpoint):
             model_wait=self.options.model_wait,
             invoke_timeout=self.options.invoke_timeout,
             log_path=base.log_stream.removeprefix("file://"),
-            manifest=self._served_document,
+            manifest=self._served_manifest,
             limits=self.options.connection_limits,
             invoker=ComponentInvoker(self.copies, self._start_copy, self.refresh),
         )
@@ -358,11 +358,10 @@ class ComponentEndpoint(LocalEndpoint):
             changed = self.copies.update(served, components)
             return [components[name] for name in changed]
 
-    def _served_document(self) -> dict[str, Any] | None:
+    def _served_manifest(self) -> Manifest | None:
         """GET /deploy/manifest.json: the manifest as an endpoint of components publishes it."""
         self.refresh()
-        manifest = self.copies.manifest
-        return manifest.to_document() if manifest is not None else None
+        return self.copies.manifest
 
     def start(self) -> ComponentEndpoint:
         super().start()

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deploy.client import manifest as contract
 from deploy.errors import LocalEndpointError
 from deploy.local.http import wire
 from deploy.local.http.connections import ConnectionLimits
@@ -103,7 +104,7 @@ class LocalEndpoint:
             model_wait=self.options.model_wait,
             invoke_timeout=self.options.invoke_timeout,
             log_path=str(self.supervisor.log_path),
-            manifest=self._manifest_document,
+            manifest=self._served_manifest,
             limits=self.options.connection_limits,
         )
         self.port = 0
@@ -177,10 +178,9 @@ class LocalEndpoint:
         if self._own_work_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
 
-    def _manifest_document(self) -> dict[str, Any] | None:
+    def _served_manifest(self) -> contract.Manifest | None:
         """The store's manifest as the endpoint serves it (GET /deploy/manifest.json)."""
-        manifest = self.store.manifest()
-        return manifest.to_document() if manifest is not None else None
+        return self.store.manifest()
 
     def listing(self) -> dict[str, Any]:
         document = self.platform.listing()

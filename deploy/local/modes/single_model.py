@@ -17,7 +17,6 @@ environment's Python can be put beside it (`deploy.local.triton.envs`).
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import tempfile
@@ -31,7 +30,7 @@ from deploy.errors import LocalEndpointError
 from deploy.hosting.router_model import (
     DEFAULT_ROUTER_INSTANCES,
     ROUTER_NAME,
-    single_model_manifest,
+    router_manifest,
     stage_layout,
 )
 from deploy.hosting.single_model import MODE
@@ -70,15 +69,15 @@ class SingleModelSupervisor(TritonSupervisor):
 class _Models:
     """Stands in for the MME platform: the port, and a listing for GET /models."""
 
-    def __init__(self, server: TritonSupervisor, manifest: dict[str, Any]) -> None:
+    def __init__(self, server: TritonSupervisor, manifest: contract.Manifest) -> None:
         self.server = server
         self.manifest = manifest
 
     def listing(self) -> dict[str, Any]:
         return {
             "hosting": MODE.name,
-            "router": self.manifest["router"],
-            "loaded": sorted(self.manifest["models"]),
+            "router": self.manifest.router,
+            "loaded": sorted(self.manifest.models),
         }
 
 
@@ -130,12 +129,12 @@ class SingleModelInvoker:
 
 def stage_repository(
     repository: Path, staging: Path, *, router: str, router_instances: int
-) -> dict[str, Any]:
+) -> contract.Manifest:
     """Links to `repository`'s model folders plus a fresh router; returns the manifest."""
     models = stage_layout(repository, staging, router=router, router_instances=router_instances)
     for model in models:
         _prepare_environment(staging / model.name)
-    return single_model_manifest(models, router=router)
+    return router_manifest(models, router=router)
 
 
 def _prepare_environment(link: Path) -> None:
@@ -184,7 +183,7 @@ class SingleModelEndpoint(LocalEndpoint):
                 f"cannot stage the repository: {exc}", where=str(source)
             ) from exc
         self.manifest_path = self.work_dir / MANIFEST_NAME
-        self.manifest_path.write_text(json.dumps(self.manifest, indent=2) + "\n")
+        self.manifest_path.write_bytes(contract.dump(self.manifest))
         self.supervisor = SingleModelSupervisor(
             self.work_dir / "triton",
             self.work_dir / "repository",
@@ -232,7 +231,7 @@ def serve_single_model_forever(
         log.info(
             "single-model endpoint %r serving %s through %r at %s (manifest: %s, log: %s)",
             endpoint.endpoint_name,
-            ", ".join(sorted(endpoint.manifest["models"])),
+            ", ".join(sorted(endpoint.manifest.models)),
             endpoint.router,
             endpoint.url,
             endpoint.manifest_path,
