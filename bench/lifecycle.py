@@ -61,9 +61,13 @@ def start_moto() -> Any:
         AWS_SECRET_ACCESS_KEY="bench",
         AWS_DEFAULT_REGION="us-east-1",
     )
+    # What `cdk bootstrap` leaves: the version parameter and the file-asset bucket (the
+    # endpoint stack's Lambda functions are file assets).
     boto3.client("ssm").put_parameter(
         Name="/cdk-bootstrap/hnb659fds/version", Value="30", Type="String"
     )
+    account = boto3.client("sts").get_caller_identity()["Account"]
+    boto3.client("s3").create_bucket(Bucket=f"cdk-hnb659fds-assets-{account}-us-east-1")
     return server
 
 
