@@ -387,7 +387,7 @@ def wrong_element(draw: st.DrawFn, request: dict[str, Any]) -> tuple[Any, str]:
     elif datatype == "BOOL":
         bad = draw(not_scalar | st.text(max_size=3) | st.integers(0, 1) | st.floats())
     elif datatype == "BYTES":
-        bad = draw(not_scalar | st.lists(st.text(max_size=2), min_size=1, max_size=2))
+        bad = draw(not_scalar | st.lists(st.text(max_size=2), min_size=2, max_size=3))
     else:
         bad = draw(not_scalar | st.text(max_size=3) | st.sampled_from([10**400, -(10**400)]))
         if datatype == "FP16":
