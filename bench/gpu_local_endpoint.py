@@ -87,7 +87,7 @@ output [ {{ name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 1000 ] }},
 instance_group [ {{ kind: KIND_GPU count: {instances} }} ]
 dynamic_batching {{ }}
 """
-PROFILE = 'parameters {{ key: "DEPLOY_ADAPTER_PROFILE" value: {{ string_value: "1" }} }}\n'
+PARAMETER = 'parameters {{ key: "{key}" value: {{ string_value: "{value}" }} }}\n'
 
 
 def _connect(host: str, port: str, timeout: float) -> http.client.HTTPConnection:
@@ -147,7 +147,7 @@ def write_model(path: Path, kind: str) -> str:
 
 
 def write_repository(
-    root: Path, kind: str, instance_counts: list[int], profile: bool = False
+    root: Path, kind: str, instance_counts: list[int], parameters: dict[str, str] | None = None
 ) -> tuple[Path, str]:
     names = {count: f"resnet50_x{count}" for count in instance_counts}
     first = root / names[instance_counts[0]] / "1" / "model.pt"
@@ -160,7 +160,9 @@ def write_repository(
             (folder / "1" / "model.pt").write_bytes(first.read_bytes())
         (folder / "config.pbtxt").write_text(
             CONFIG.format(name=name, max_batch=MAX_BATCH, instances=count)
-            + (PROFILE.format() if profile else "")
+            + "".join(
+                PARAMETER.format(key=key, value=value) for key, value in (parameters or {}).items()
+            )
         )
     return first, description
 
@@ -407,6 +409,13 @@ def main() -> None:
         help="have the adapter log where its time goes (DEPLOY_ADAPTER_PROFILE), kept in the JSON",
     )
     parser.add_argument(
+        "--adapter-parameter",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a config parameter for the adapter, e.g. DEPLOY_ADAPTER_PIPELINE=0 (repeatable)",
+    )
+    parser.add_argument(
         "--triton-log", type=Path, help="keep tritonserver's log here (else removed at the end)"
     )
     parser.add_argument(
@@ -422,8 +431,11 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="gpu-bench-") as scratch:
         root = Path(scratch)
+        parameters = dict(item.split("=", 1) for item in args.adapter_parameter)
+        if args.profile_adapter:
+            parameters["DEPLOY_ADAPTER_PROFILE"] = "1"
         model_file, description = write_repository(
-            root / "repo", args.model, instance_counts, args.profile_adapter
+            root / "repo", args.model, instance_counts, parameters
         )
         package_repository(root / "repo", root / "store")
         manifest = json.loads((root / "store" / "manifest.json").read_text())["models"]
@@ -545,6 +557,7 @@ def main() -> None:
             "max_batch_size": MAX_BATCH,
             "dynamic_batching": "default (max_queue_delay_microseconds 0)",
             "instance_group": f"KIND_GPU, count {instance_counts}",
+            "adapter_parameters": parameters,
         },
         "seconds_per_cell": args.seconds,
         "warmup_s": args.warmup,

@@ -25,7 +25,16 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_quick_gpu_bench_run_reports_every_cell_and_round(tmp_path: Path) -> None:
     out = tmp_path / "result.json"
     result = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "gpu_local_endpoint.py"), "--quick", "--out", out],
+        [
+            sys.executable,
+            str(ROOT / "bench" / "gpu_local_endpoint.py"),
+            "--quick",
+            "--out",
+            out,
+            # The pipelined adapter a GPU gets by default, here on the CPU.
+            "--adapter-parameter",
+            "DEPLOY_ADAPTER_PIPELINE=1",
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -56,4 +65,31 @@ def test_quick_gpu_bench_run_reports_every_cell_and_round(tmp_path: Path) -> Non
     assert report["target"]["cell"] == "x1/batch_8/concurrency_8"
     assert report["target"]["met"] is False, report["target"]
     assert report["git"]["commit"], report["git"]
+    assert report["config"]["adapter_parameters"] == {"DEPLOY_ADAPTER_PIPELINE": "1"}
+    assert "calls launched and answered beside execute" in report["adapter_log"][0]
     assert report["machine"]["torch"], report["machine"]
+
+
+def test_the_device_check_of_the_adapter_runs_here(tmp_path: Path) -> None:
+    """bench/device/adapter_gpu_check.py on the CPU, pipeline on: every answer its own."""
+    out = tmp_path / "check.json"
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "device" / "adapter_gpu_check.py"),
+            "--pipeline",
+            "1",
+            "--out",
+            out,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert report["ok"] and report["matched"] > 200 and report["errors_expected"] > 0, report
+    assert report["mean_rows_per_model_call"] > 1, report

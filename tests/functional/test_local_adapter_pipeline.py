@@ -1,0 +1,151 @@
+"""The adapter's pipelined calls: launched and answered beside `execute`.
+
+On a GPU the TorchScript adapter returns from `execute` once a call's inputs
+are on the device; a launch thread runs the model and an answer thread sends
+each request its answer through its response sender. The parameter
+DEPLOY_ADAPTER_PIPELINE = "1" runs the same threads for a model on the CPU,
+which is how this machine tests them (the GPU run is
+bench/device/adapter_gpu_check.py):
+
+- the requests Triton batches into one call get their own rows back;
+- a request whose rows make the model raise gets that error, and its
+  neighbours in the call are run again alone and answered;
+- a request that asks for one output gets only that one (the response
+  sender drops the others without the GIL, which crashed the stub).
+"""
+
+from __future__ import annotations
+
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from botocore.exceptions import ClientError
+
+from deploy.client import decode, encode
+from tests.functional.local_models import folder_files, runtime_client, write_archive
+
+pytestmark = [pytest.mark.triton, pytest.mark.slow]
+
+CONFIG = """
+name: "piped"
+platform: "pytorch_libtorch"
+max_batch_size: 8
+input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 3 ] } ]
+output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 2 ] },
+         { name: "OUTPUT__1" data_type: TYPE_FP32 dims: [ 1 ] } ]
+dynamic_batching { max_queue_delay_microseconds: 5000000 }
+instance_group [ { kind: KIND_CPU count: 1 } ]
+parameters { key: "DEPLOY_ADAPTER_PIPELINE" value { string_value: "1" } }
+"""
+ROWS = (1, 2, 1, 4)  # fills max_batch_size 8: the batcher hands the four over at once
+
+
+def piped_model(folder: Path) -> Any:
+    import torch
+
+    class Piped(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = torch.nn.Linear(3, 2)
+
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            if bool((x > 1e6).any()):
+                raise RuntimeError("poisoned row")
+            rows = x.shape[0]
+            return torch.tanh(self.linear(x)), torch.full((rows, 1), float(rows))
+
+    torch.manual_seed(0)
+    (folder / "1").mkdir(parents=True)
+    (folder / "config.pbtxt").write_text(CONFIG)
+    with warnings.catch_warnings():  # TorchScript is deprecated; Triton still serves it
+        warnings.simplefilter("ignore", DeprecationWarning)
+        module = torch.jit.script(Piped())
+    module.save(str(folder / "1" / "model.pt"))
+    return module
+
+
+def call(client: Any, target: str, x: np.ndarray, outputs: list[str] | None = None) -> Any:
+    request = encode({"INPUT__0": x}, outputs=outputs)
+    response = client.invoke_endpoint(
+        EndpointName="local",
+        TargetModel=target,
+        Body=request.body,
+        ContentType=request.content_type,
+    )
+    return decode(response["Body"].read(), response["ContentType"]).outputs
+
+
+@pytest.fixture
+def piped(local_endpoint: Any, tmp_path: Path) -> tuple[str, Any]:
+    module = piped_model(tmp_path / "piped")
+    target = "pipeline/piped.tar.gz"
+    write_archive(local_endpoint.store_dir / target, folder_files(tmp_path / "piped", "piped"))
+    return target, module
+
+
+def test_batched_requests_get_their_own_rows(local_endpoint: Any, piped: Any) -> None:
+    import torch
+
+    target, module = piped
+    rng = np.random.default_rng(5)
+    inputs = [rng.normal(size=(rows, 3)).astype(np.float32) for rows in ROWS]
+    clients = [runtime_client(local_endpoint.url) for _ in inputs]
+    with ThreadPoolExecutor(len(inputs)) as pool:
+        answers = list(pool.map(lambda i: call(clients[i], target, inputs[i]), range(4)))
+
+    for x, outputs in zip(inputs, answers, strict=True):
+        assert outputs["OUTPUT__1"].ravel().tolist() == [float(sum(ROWS))] * len(x)
+        expected = module(torch.from_numpy(x))[0].detach().numpy()
+        np.testing.assert_allclose(outputs["OUTPUT__0"], expected, rtol=1e-6)
+    log = local_endpoint.endpoint.supervisor.log_path.read_text(errors="replace")
+    served = [line for line in log.splitlines() if f"model '{target}' (pytorch_libtorch)" in line]
+    assert served and "calls launched and answered beside execute" in served[-1]
+
+
+def test_a_failing_request_does_not_fail_its_neighbours(local_endpoint: Any, piped: Any) -> None:
+    import torch
+
+    target, module = piped
+    rng = np.random.default_rng(6)
+    inputs = [rng.normal(size=(rows, 3)).astype(np.float32) for rows in ROWS]
+    inputs[1][0, 0] = 1e7  # this request's rows make the model raise
+    clients = [runtime_client(local_endpoint.url) for _ in inputs]
+
+    def one(index: int) -> Any:
+        try:
+            return call(clients[index], target, inputs[index])
+        except ClientError as exc:
+            return exc
+
+    with ThreadPoolExecutor(len(inputs)) as pool:
+        answers = list(pool.map(one, range(4)))
+
+    assert isinstance(answers[1], ClientError)
+    assert "poisoned row" in str(answers[1])
+    for index in (0, 2, 3):
+        outputs = answers[index]
+        assert isinstance(outputs, dict), outputs
+        # The batch failed as a whole, so each was run again alone: its own rows.
+        assert outputs["OUTPUT__1"].ravel().tolist() == [float(ROWS[index])] * ROWS[index]
+        expected = module(torch.from_numpy(inputs[index]))[0].detach().numpy()
+        np.testing.assert_allclose(outputs["OUTPUT__0"], expected, rtol=1e-6)
+
+
+def test_a_request_for_one_output_gets_that_output(local_endpoint: Any, piped: Any) -> None:
+    target, _ = piped
+    rng = np.random.default_rng(7)
+    inputs = [rng.normal(size=(rows, 3)).astype(np.float32) for rows in ROWS]
+    clients = [runtime_client(local_endpoint.url) for _ in inputs]
+    wanted: list[list[str] | None] = [["OUTPUT__0"], None, ["OUTPUT__1"], ["OUTPUT__0"]]
+
+    with ThreadPoolExecutor(len(inputs)) as pool:
+        answers = list(pool.map(lambda i: call(clients[i], target, inputs[i], wanted[i]), range(4)))
+
+    for names, outputs in zip(wanted, answers, strict=True):
+        assert sorted(outputs) == sorted(names or ["OUTPUT__0", "OUTPUT__1"])
+    # The stub is still there: a later call is answered.
+    assert "OUTPUT__0" in call(clients[0], target, inputs[0])
