@@ -205,7 +205,7 @@ def serve(
         # What boto3 reads for the store's S3 client, as `AWS_PROFILE=... deploy serve`.
         os.environ["AWS_PROFILE"] = profile
     from deploy.hosting import MODES
-    from deploy.hosting.limits import MIB, REAL_TIME_MAX_PAYLOAD
+    from deploy.hosting.limits import MIB, REALTIME_MAX_REQUEST
 
     served = [name for name, each in MODES.items() if each.local is not None]
     hosting = MODES.get(mode)
@@ -267,7 +267,7 @@ def serve(
         port=port if port is not None else load_settings().local_port,
         max_models=max_loaded_models,
         max_bytes=max_loaded_mb * 1024 * 1024 if max_loaded_mb else None,
-        max_payload=int(max_payload_mb * MIB) if max_payload_mb else REAL_TIME_MAX_PAYLOAD,
+        max_payload=int(max_payload_mb * MIB) if max_payload_mb else REALTIME_MAX_REQUEST,
         max_archive_bytes=max_archive_mb * 1024 * 1024,
         verbose=verbose,
         auto_complete_config=auto_complete_config,

@@ -56,7 +56,6 @@ from deploy.client.manifest import (
 # SageMaker real-time InvokeEndpoint accepts at most 6 MB of payload, serverless
 # endpoints 4 MB, InvokeEndpointAsync 1 GB (the request body travels through S3).
 DEFAULT_MAX_PAYLOAD = REALTIME_MAX_REQUEST
-ASYNC_MAX_PAYLOAD = ASYNC_MAX_REQUEST
 log = logging.getLogger("deploy.client")
 _ARCHIVE_SUFFIX = ".tar.gz"
 
@@ -408,7 +407,7 @@ def prepare(
         return Prepared(chosen, parts, header_size, size, wanted)
     lane = manifest.async_lane if manifest is not None else None
     if manifest is None or lane is None or size > lane.request_limit:
-        alternative_limit = lane.request_limit if lane is not None else ASYNC_MAX_PAYLOAD
+        alternative_limit = lane.request_limit if lane is not None else ASYNC_MAX_REQUEST
         raise PayloadTooLargeError(
             size,
             limit,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from deploy.async_inference.layout import manifest_section, stage_locations
 from deploy.client.manifest import ASYNC
 from deploy.hosting import rules
-from deploy.hosting.limits import ASYNC_MAX_PAYLOAD
+from deploy.hosting.limits import ASYNC_MAX_REQUEST
 from deploy.hosting.mode import HostingMode, LocalServing
 from deploy.hosting.router import RouterLayout
 
@@ -39,6 +39,6 @@ MODE = HostingMode(
     endpoint_stack="async-endpoint",
     manifest_sections=manifest_sections,
     local=LocalServing("async", router=True, through_s3=True),
-    max_payload=ASYNC_MAX_PAYLOAD,
+    max_payload=ASYNC_MAX_REQUEST,
     scales_to_zero=True,
 )

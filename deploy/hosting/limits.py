@@ -3,8 +3,8 @@
 The request limits are defined once, in the manifest contract
 (`deploy.client.manifest`), which publishes them in every manifest so that the
 SDK and the front door read them from there (the Lambda carries a
-byte-for-byte copy of that module); this module names them for the rest of
-`deploy`, and each mode carries its own as `HostingMode.max_payload`.
+byte-for-byte copy of that module); this module hands them, under the same
+names, to the rest of `deploy`, and each mode carries its own as `HostingMode.max_payload`.
 
 - InvokeEndpoint (real-time: multi-model and single-model endpoints) takes at
   most 6 MB of request body;
@@ -17,15 +17,16 @@ byte-for-byte copy of that module); this module names them for the rest of
 from __future__ import annotations
 
 from deploy.client.manifest import (
-    ASYNC_MAX_REQUEST,
-    REALTIME_MAX_REQUEST,
-    SERVERLESS_MAX_REQUEST,
+    ASYNC_MAX_REQUEST as ASYNC_MAX_REQUEST,
 )
 from deploy.client.manifest import (
     MIB as MIB,
 )
+from deploy.client.manifest import (
+    REALTIME_MAX_REQUEST as REALTIME_MAX_REQUEST,
+)
+from deploy.client.manifest import (
+    SERVERLESS_MAX_REQUEST as SERVERLESS_MAX_REQUEST,
+)
 
-REAL_TIME_MAX_PAYLOAD = REALTIME_MAX_REQUEST
-SERVERLESS_MAX_PAYLOAD = SERVERLESS_MAX_REQUEST
-ASYNC_MAX_PAYLOAD = ASYNC_MAX_REQUEST
 MAX_TARGET_MODEL = 1024

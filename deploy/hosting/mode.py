@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from deploy.client.manifest import ADDRESSING, Manifest
 from deploy.hosting.capacity import InfraSpec
 from deploy.hosting.layout import Layout, StagePackage
-from deploy.hosting.limits import REAL_TIME_MAX_PAYLOAD
+from deploy.hosting.limits import REALTIME_MAX_REQUEST
 
 if TYPE_CHECKING:
     from deploy.config import DeploySettings
@@ -113,7 +113,7 @@ class HostingMode:
     capacity: Capacity = instance_capacity
     manifest_sections: ManifestSections | None = None
     local: LocalServing | None = None  # None: no local endpoint serves this mode
-    max_payload: int = REAL_TIME_MAX_PAYLOAD  # the largest request body SageMaker takes
+    max_payload: int = REALTIME_MAX_REQUEST  # the largest request body SageMaker takes
     scales_to_zero: bool = False  # min_instance_count 0 (requests wait in a queue)
     async_lane: bool = False  # `async_lane = true` may pair it with an asynchronous endpoint
     # A model may name a canary (a second TargetModel) that the SDK and front door split to.

@@ -25,7 +25,7 @@ from deploy.client.manifest import SERVERLESS
 from deploy.hosting import rules
 from deploy.hosting.capacity import InfraSpec, ServerlessSpec
 from deploy.hosting.layout import StagePackage
-from deploy.hosting.limits import SERVERLESS_MAX_PAYLOAD
+from deploy.hosting.limits import SERVERLESS_MAX_REQUEST
 from deploy.hosting.mode import HostingMode
 from deploy.hosting.router import RouterLayout
 
@@ -92,5 +92,5 @@ MODE = HostingMode(
     network=False,
     on_instances=False,
     capacity=capacity,
-    max_payload=SERVERLESS_MAX_PAYLOAD,
+    max_payload=SERVERLESS_MAX_REQUEST,
 )

@@ -30,14 +30,14 @@ from collections.abc import Iterator
 
 from deploy.config import DeploySettings
 from deploy.errors import ConfigError
-from deploy.hosting.limits import SERVERLESS_MAX_PAYLOAD
+from deploy.hosting.limits import SERVERLESS_MAX_REQUEST
 from deploy.repository import Model, Repository
 from deploy.repository.files import model_entries
 from deploy.validation.diagnostics import Diagnostic, error, warning
 from deploy.validation.instances import gpu_count
 
 MIB = 1024 * 1024
-PAYLOAD_LIMIT_BYTES = SERVERLESS_MAX_PAYLOAD  # request and response, each
+PAYLOAD_LIMIT_BYTES = SERVERLESS_MAX_REQUEST  # request and response, each
 CALL_TIMEOUT_S = 60
 START_BUDGET_S = 180
 # No figure for SageMaker's download and start rate is published; past this

@@ -30,7 +30,7 @@ from cdk_nag import RegexAppliesTo
 from constructs import Construct
 
 from deploy.guardrails import TrafficPolicy
-from deploy.hosting.limits import ASYNC_MAX_PAYLOAD
+from deploy.hosting.limits import ASYNC_MAX_REQUEST
 from deploy_infra.constructs.sagemaker_endpoint import (
     VARIANT_NAME,
     blue_green_endpoint,
@@ -45,7 +45,7 @@ ROUTER_MODEL = "router"
 # The first SageMaker Triton image whose tritonserver has --http-max-input-size.
 MAX_INPUT_SIZE_SINCE = (25, 6)
 # The largest request plus room for the JSON header Triton reads with it.
-HTTP_MAX_INPUT_SIZE = ASYNC_MAX_PAYLOAD + 64 * 1024 * 1024
+HTTP_MAX_INPUT_SIZE = ASYNC_MAX_REQUEST + 64 * 1024 * 1024
 
 
 def _version(text: str) -> tuple[int, int]:

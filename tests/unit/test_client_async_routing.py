@@ -15,7 +15,7 @@ import pytest
 
 from deploy.client import AsyncInferenceOptions, Manifest, ManifestError, PayloadTooLargeError
 from deploy.client._async_inference import _content_type
-from deploy.client._core import ASYNC_MAX_PAYLOAD, DEFAULT_MAX_PAYLOAD, Prepared, prepare, route
+from deploy.client._core import ASYNC_MAX_REQUEST, DEFAULT_MAX_PAYLOAD, Prepared, prepare, route
 from deploy.client.codec import decode_response, encode_input, encode_response
 
 PREFIXES = {
@@ -115,7 +115,7 @@ def test_real_time_request_over_six_megabytes_names_the_async_mode() -> None:
         f"{error.size} bytes, over the multi-model endpoint's limit of {DEFAULT_MAX_PAYLOAD}"
         in text
     )
-    assert f"hosting 'async' takes requests up to {ASYNC_MAX_PAYLOAD} bytes" in text
+    assert f"hosting 'async' takes requests up to {ASYNC_MAX_REQUEST} bytes" in text
     assert "async_lane" in (error.fix or "")
 
 

@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
-from deploy.hosting.limits import MAX_TARGET_MODEL, REAL_TIME_MAX_PAYLOAD
+from deploy.hosting.limits import MAX_TARGET_MODEL, REALTIME_MAX_REQUEST
 
 TARGET_MODEL = "x-amzn-sagemaker-target-model"
 CUSTOM_ATTRIBUTES = "x-amzn-sagemaker-custom-attributes"
 INVOKED_VARIANT = "x-Amzn-Invoked-Production-Variant"
 DEFAULT_VARIANT = "AllTraffic"
 # SageMaker's real-time InvokeEndpoint limit
-DEFAULT_MAX_PAYLOAD = REAL_TIME_MAX_PAYLOAD
+DEFAULT_MAX_PAYLOAD = REALTIME_MAX_REQUEST
 LOCAL_ACCOUNT = "000000000000"
 # The local endpoint's manifest (not part of SageMaker's API; its paths are
 # /endpoints/..., /ping and /invocations). The SDK reads it when given an endpoint_url.

@@ -66,7 +66,7 @@ from deploy.async_inference.layout import (
     output_key,
 )
 from deploy.errors import ConfigError
-from deploy.hosting.limits import ASYNC_MAX_PAYLOAD
+from deploy.hosting.limits import ASYNC_MAX_REQUEST
 from deploy.local.http import wire
 from deploy.local.http.json_limits import MAX_JSON_DEPTH, JsonScanner
 from deploy.local.triton.listener import VerifiedServer
@@ -600,11 +600,11 @@ class AsyncInvocations:
         except BotoCoreError as exc:
             raise InvocationFailedError(f"cannot read the input {where}: {exc}") from exc
         size = int(answer["ContentLength"])
-        if size > ASYNC_MAX_PAYLOAD:
+        if size > ASYNC_MAX_REQUEST:
             answer["Body"].close()
             raise InvocationFailedError(
                 f"the input {where} is {size} bytes, over asynchronous inference's limit of "
-                f"{ASYNC_MAX_PAYLOAD} bytes"
+                f"{ASYNC_MAX_REQUEST} bytes"
             )
         return answer["Body"], size
 
