@@ -79,3 +79,37 @@ def test_no_warning_without_an_ensemble_holding_the_bundle(tmp_path: Path) -> No
     python_model(tmp_path, "caller", "preprocess")
     ensemble(tmp_path, "pipe", "other")
     assert bundle_warnings(tmp_path) == []
+
+
+def several_files_warnings(repo: Path) -> list[tuple[str, str]]:
+    return [
+        (d.model, d.message)
+        for d in validate_repository(repo).warnings
+        if "keeps only one of several" in d.message
+    ]
+
+
+def test_a_bundled_model_of_several_files_is_warned_on_the_bls_model(tmp_path: Path) -> None:
+    python_model(tmp_path, "preprocess")
+    (tmp_path / "preprocess" / "1" / "helpers.py").write_text("SCALE = 2\n")
+    (tmp_path / "preprocess" / "requirements.txt").write_text("numpy\n")  # not passed
+    (tmp_path / "preprocess" / "1" / "__pycache__").mkdir()  # never packaged
+    (tmp_path / "preprocess" / "1" / "__pycache__" / "model.cpython-311.pyc").write_bytes(b"")
+    python_model(tmp_path, "middle", "preprocess")
+    python_model(tmp_path, "caller", "middle")
+    found = several_files_warnings(tmp_path)
+    # Both BLS models bundle preprocess (caller through middle); middle itself is one file.
+    assert sorted(model for model, _ in found) == ["caller", "middle"]
+    assert all(
+        'bundles model "preprocess", whose 2 files (1/helpers.py, 1/model.py)' in m
+        for _, m in found
+    )
+
+
+def test_a_bundled_model_of_one_file_is_not_warned(tmp_path: Path) -> None:
+    python_model(tmp_path, "preprocess")
+    (tmp_path / "preprocess" / "requirements.txt").write_text("numpy\n")
+    (tmp_path / "preprocess" / "1" / "__pycache__").mkdir()
+    (tmp_path / "preprocess" / "1" / "__pycache__" / "model.cpython-311.pyc").write_bytes(b"")
+    python_model(tmp_path, "caller", "preprocess")
+    assert several_files_warnings(tmp_path) == []

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from deploy.errors import RepositoryError
 from deploy.repository import DEPENDENCIES_PARAMETER, Model
+from deploy.repository.files import model_entries
 from deploy.validation.diagnostics import Diagnostic, warning
 from deploy.validation.registry import Context, model_rule
 
@@ -71,3 +73,53 @@ def bundled_model_is_an_ensemble_step(ctx: Context, model: Model) -> Iterator[Di
                 f"{DEPENDENCIES_PARAMETER} and in the BLS model_name), or serve "
                 f'"{ensemble.name}" and "{model.name}" from different endpoints',
             )
+
+
+# What a bundle's loader leaves out of `files` (model_packages/examples/bls_addsub).
+_NOT_PASSED = frozenset({"config.pbtxt", "requirements.txt", "python-env.tar.gz", "deps"})
+
+
+def _passed_files(dependency: Model) -> list[str]:
+    """The files of a bundled model that `pb_utils.load_model(files=...)` hands to Triton
+    (what packaging keeps: no interpreter or editor leftovers)."""
+    try:
+        entries = model_entries(dependency.path)
+    except RepositoryError:  # reported where the model is read
+        return []
+    return [
+        entry.as_posix()
+        for entry in entries
+        if entry.parts[0] not in _NOT_PASSED and not (dependency.path / entry).is_dir()
+    ]
+
+
+@model_rule
+def bundled_model_has_several_files(ctx: Context, model: Model) -> Iterator[Diagnostic]:
+    """python_backend's `load_model(files=...)` keeps only one of several files intact.
+
+    `ModelLoader::LoadModel` (python_backend 2.51, and its main branch as of
+    2026-07) points every file at one reused buffer, so a bundled model of
+    more than one file loads with all but one of them overwritten (docs/
+    architecture.md, "bundled models").
+    """
+    if not model.dependencies:
+        return
+    for name in sorted(_bundled(ctx, model)):
+        dependency = ctx.repository.models.get(name)
+        if dependency is None:
+            continue
+        files = _passed_files(dependency)
+        if len(files) < 2:
+            continue
+        shown = ", ".join(files[:4]) + (", ..." if len(files) > 4 else "")
+        yield warning(
+            model.name,
+            ctx.file_of(model),
+            f"parameters[{DEPENDENCIES_PARAMETER}]",
+            f'bundles model "{name}", whose {len(files)} files ({shown}) pb_utils.load_model '
+            "hands to Triton: python_backend (tritonserver 2.51) keeps only one of several "
+            f'files intact, so in a multi-model archive "{name}" loads with the others '
+            "overwritten",
+            f'keep "{name}" to one file (its code in {name}/1/model.py, no helper modules '
+            "or data files beside it)",
+        )
