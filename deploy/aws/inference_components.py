@@ -79,6 +79,8 @@ class Deployed:
     min_copies: int | None  # None: no scalable target
     max_copies: int | None
     failure_reason: str = ""
+    current_copies: int | None = None  # RuntimeConfig, where SageMaker gives it
+    desired_copies: int | None = None
 
 
 @dataclass(frozen=True)
@@ -292,6 +294,7 @@ def _deployed(item: Mapping[str, Any], bounds: tuple[int, int] | None) -> Deploy
     specification = item.get("Specification", {})
     container = specification.get("Container", {})
     needs = specification.get("ComputeResourceRequirements", {})
+    runtime = item.get("RuntimeConfig", {})
     return Deployed(
         name=item["InferenceComponentName"],
         status=item.get("InferenceComponentStatus", ""),
@@ -304,4 +307,6 @@ def _deployed(item: Mapping[str, Any], bounds: tuple[int, int] | None) -> Deploy
         min_copies=bounds[0] if bounds else None,
         max_copies=bounds[1] if bounds else None,
         failure_reason=item.get("FailureReason", ""),
+        current_copies=runtime.get("CurrentCopyCount"),
+        desired_copies=runtime.get("DesiredCopyCount"),
     )

@@ -1,11 +1,12 @@
 """`deploy status`, `deploy down` and `deploy prune` for a stage on AWS.
 
 Status reads the stacks, the endpoint, its scaling bounds and recent
-metrics, and the published manifest's models (as the stage's hosting mode
-lays them out). Down deletes what is billed per hour (the API and endpoint
-stacks); `--purge` also empties the model store and deletes it and the
-network. Prune deletes archives the published manifest no longer references,
-keeping the newest `keep` per model as rollback targets.
+metrics, the published manifest's models (as the stage's hosting mode lays
+them out) and, for hosting components, each inference component. Down
+deletes what is billed per hour (the API and endpoint stacks); `--purge`
+also empties the model store and deletes it and the network. Prune deletes
+archives the published manifest no longer references, keeping the newest
+`keep` per model as rollback targets.
 """
 
 from __future__ import annotations
@@ -84,11 +85,35 @@ class StageOperations:
                     "model_latency_avg_ms": health.model_latency_avg_ms,
                     "model_latency_max_ms": health.model_latency_max_ms,
                 }
+            if stage.mode.components is not None:
+                result["components"] = self._components(state.name)
             result["calls_window_s"] = window_s
             result["calls"] = clients.cloudwatch.model_calls(
                 state.name, result["models"], window_s=window_s
             )
         return result
+
+    def _components(self, endpoint: str) -> dict[str, dict[str, Any]]:
+        """Hosting components: each inference component on the endpoint, its status,
+        copies (now, wanted, autoscaling bounds) and what one copy reserves."""
+        from deploy.aws.inference_components import InferenceComponents
+
+        clients = self.stage.clients
+        components = clients.components or InferenceComponents(clients.session.client)
+        return {
+            name: {
+                "status": item.status,
+                "copies": item.current_copies,
+                "desired_copies": item.desired_copies,
+                "min_copies": item.min_copies,
+                "max_copies": item.max_copies,
+                "accelerators": item.accelerators,
+                "cpus": item.cpus,
+                "memory_mb": item.memory_mb,
+                "failure_reason": item.failure_reason,
+            }
+            for name, item in components.on_endpoint(endpoint).items()
+        }
 
     def down_plan(self, *, purge: bool) -> dict[str, Any]:
         """What `down(purge=...)` would delete (stacks that exist) and what it keeps."""

@@ -227,6 +227,26 @@ def render_status(document: dict[str, Any], out: Console) -> None:
             f"{metrics['errors_5xx']:.0f} 5XX, model latency "
             + (f"{latency:.1f} ms avg" if latency is not None else "n/a")
         )
+    components = document.get("components")
+    if components:
+        table = Table("component", "status", "copies", "copy needs", title="inference components")
+        for name, item in components.items():
+            bounds = (
+                f" ({item['min_copies']}-{item['max_copies']})"
+                if item["min_copies"] is not None
+                else ""
+            )
+            copies = "-" if item["copies"] is None else str(item["copies"])
+            if item["desired_copies"] not in (None, item["copies"]):
+                copies += f" of {item['desired_copies']}"
+            needs = f"{item['cpus']:g} CPU, {item['memory_mb']} MB" + (
+                f", {item['accelerators']} accelerator(s)" if item["accelerators"] else ""
+            )
+            status = item["status"] + (
+                f": {item['failure_reason']}" if item["failure_reason"] else ""
+            )
+            table.add_row(name, status, copies + bounds, needs)
+        out.print(table)
     models = Table("model", "target model", title="manifest")
     for name, target in document.get("models", {}).items():
         models.add_row(name, target)

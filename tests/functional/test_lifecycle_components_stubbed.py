@@ -33,6 +33,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import ANY, Stubber
+from rich.console import Console
 
 from deploy.aws.inference_components import InferenceComponents
 from deploy.catalogue.instances import hourly_price
@@ -43,6 +44,7 @@ from deploy.lifecycle.aws_clients import aws_clients
 from deploy.lifecycle.aws_provider import AwsProvider, RolloutFailedError
 from deploy.lifecycle.prices import CostEstimate
 from deploy.lifecycle.progress import SilentReporter
+from deploy.lifecycle.render import render_status
 from deploy.lifecycle.up import UpOptions, UpResult, up
 from tests.functional.test_lifecycle_aws import aws_environment
 
@@ -596,6 +598,41 @@ def test_a_gpu_and_a_cpu_model_deploy_as_two_components_and_each_changes_alone(
     assert len([op for op, _ in stubbed.sent if not op.startswith(("Describe", "List"))]) == (
         mutations
     )
+
+    # WHEN deploy status runs: it lists each component with its copies and needs
+    expect_plan(stubbed, {detector: (1, 4), tabular: (0, 3)}, endpoint)
+    status = provider.status()
+    stubbed.done()
+    assert status["components"] == {
+        detector: {
+            "status": "InService",
+            "copies": 1,
+            "desired_copies": 1,
+            "min_copies": 1,
+            "max_copies": 4,
+            "accelerators": 1,
+            "cpus": 1.0,
+            "memory_mb": 1030,
+            "failure_reason": "",
+        },
+        tabular: {
+            "status": "InService",
+            "copies": 1,
+            "desired_copies": 1,
+            "min_copies": 0,
+            "max_copies": 3,
+            "accelerators": 0,
+            "cpus": 2.0,
+            "memory_mb": 2048,
+            "failure_reason": "",
+        },
+    }
+    printed = Console(record=True, width=120)
+    render_status(status, printed)
+    text = printed.export_text()
+    assert "inference components" in text
+    assert "1 CPU, 1030 MB, 1 accelerator(s)" in text and "2 CPU, 2048 MB" in text
+    assert "1 (1-4)" in text and "1 (0-3)" in text
 
     # GIVEN the GPU model's component failed its last rollout, its model unchanged
     expect_plan(stubbed, {detector: (1, 4), tabular: (0, 3)}, endpoint, failed=detector)
