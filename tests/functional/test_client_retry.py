@@ -182,10 +182,19 @@ def test_retries_run_out(server: tuple[str, Script]) -> None:
     assert len(script.seen) == 4
 
 
+# The per-call timeout also bounds the first call's manifest lookup: 1.5 s leaves a
+# loaded machine room for it (0.3 s did not, once), and the answer comes after 4 s.
+SLOW_ANSWER_S = 4.0
+CALL_TIMEOUT_S = 1.5
+
+
 def test_per_call_timeout_is_not_retried(server: tuple[str, Script]) -> None:
     url, script = server
-    script.replies = [Reply(delay=1.0)]
-    with endpoint(url, timeout=0.3) as ep, pytest.raises(InferenceTimeoutError, match=r"0\.3s"):
+    script.replies = [Reply(delay=SLOW_ANSWER_S)]
+    with (
+        endpoint(url, timeout=CALL_TIMEOUT_S) as ep,
+        pytest.raises(InferenceTimeoutError, match=r"no complete answer within timeout=1\.5s"),
+    ):
         ep.infer("m.tar.gz", INPUTS)
     assert len(script.seen) == 1
 
@@ -224,13 +233,15 @@ def test_async_retries_and_signs(server: tuple[str, Script]) -> None:
 def test_async_model_error_and_timeout(server: tuple[str, Script]) -> None:
     url, script = server
     members = {"OriginalStatusCode": 400, "OriginalMessage": "bad input"}
-    script.replies = [Reply(424, "ModelError", members), Reply(delay=1.0)]
+    script.replies = [Reply(424, "ModelError", members), Reply(delay=SLOW_ANSWER_S)]
 
     async def run() -> None:
-        async with AsyncEndpoint("ep", endpoint_url=url, retries=FAST, timeout=0.3) as ep:
+        async with AsyncEndpoint(
+            "ep", endpoint_url=url, retries=FAST, timeout=CALL_TIMEOUT_S
+        ) as ep:
             with pytest.raises(ModelError, match="bad input"):
                 await ep.infer("m.tar.gz", INPUTS)
-            with pytest.raises(InferenceTimeoutError):
+            with pytest.raises(InferenceTimeoutError, match="no complete answer within"):
                 await ep.infer("m.tar.gz", INPUTS)
 
     asyncio.run(run())
