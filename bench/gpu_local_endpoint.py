@@ -101,6 +101,21 @@ def _connect(host: str, port: str, timeout: float) -> http.client.HTTPConnection
     return connection
 
 
+def invoke(
+    connection: http.client.HTTPConnection, target: str, request: Any
+) -> tuple[int, bytes, str]:
+    """POST an encoded request (deploy.client.encode) for `target` to the local endpoint:
+    the answer's status, body and Content-Type."""
+    connection.request(
+        "POST",
+        "/endpoints/local/invocations",
+        body=request.body,
+        headers={"Content-Type": request.content_type, "X-Amzn-SageMaker-Target-Model": target},
+    )
+    response = connection.getresponse()
+    return response.status, response.read(), response.getheader("Content-Type", "")
+
+
 def _images(batch: int, seed: int = 1) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((batch, 3, 224, 224), dtype=np.float32)
 
@@ -455,22 +470,10 @@ def main() -> None:
             differences = {}
             for count, target in targets.items():
                 connection = _connect(host, port, 300)
-                connection.request(
-                    "POST",
-                    "/endpoints/local/invocations",
-                    body=request.body,
-                    headers={
-                        "Content-Type": request.content_type,
-                        "X-Amzn-SageMaker-Target-Model": target,
-                    },
-                )
-                response = connection.getresponse()
-                body = response.read()
-                if response.status != 200:
-                    raise SystemExit(f"{target}: HTTP {response.status}: {body[:500]!r}")
-                served = np.asarray(
-                    decode(body, response.getheader("Content-Type", "")).outputs["OUTPUT__0"]
-                )
+                status, body, content_type = invoke(connection, target, request)
+                if status != 200:
+                    raise SystemExit(f"{target}: HTTP {status}: {body[:500]!r}")
+                served = np.asarray(decode(body, content_type).outputs["OUTPUT__0"])
                 differences[f"x{count}"] = float(np.max(np.abs(served - raw.call(probe))))
                 connection.close()
             log = Path(endpoint.supervisor.log_path).read_text(errors="replace")

@@ -106,30 +106,20 @@ def main() -> None:
                     request = encode(
                         {"INPUT__0": images}, outputs=["OUTPUT__0"] if subset else None
                     )
-                    connection.request(
-                        "POST",
-                        "/endpoints/local/invocations",
-                        body=request.body,
-                        headers={
-                            "Content-Type": request.content_type,
-                            "X-Amzn-SageMaker-Target-Model": target,
-                        },
-                    )
-                    response = connection.getresponse()
-                    body = response.read()
+                    status, body, content_type = bench.invoke(connection, target, request)
                     with lock:
                         if bad:
-                            if response.status == 200:
+                            if status == 200:
                                 report["mismatched"].append(
                                     f"client {index} call {call}: a 5x5 image was answered"
                                 )
                             else:
                                 report["errors_expected"] += 1
                             continue
-                        if response.status != 200:
-                            report["errors"].append(f"{response.status}: {body[:300]!r}")
+                        if status != 200:
+                            report["errors"].append(f"{status}: {body[:300]!r}")
                             continue
-                    outputs = decode(body, response.getheader("Content-Type", "")).outputs
+                    outputs = decode(body, content_type).outputs
                     with torch.inference_mode():
                         expected = module(torch.from_numpy(images).to(device))[0].cpu().numpy()
                     served = np.asarray(outputs["OUTPUT__0"])

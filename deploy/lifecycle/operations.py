@@ -11,10 +11,13 @@ archives the published manifest no longer references, keeping the newest
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deploy.lifecycle.aws_stage import AwsStage
 from deploy.lifecycle.plan import superseded_archives
+
+if TYPE_CHECKING:
+    from deploy.aws.inference_components import InferenceComponents
 
 # `deploy down` deletes in this order (the network imports the model-store bucket for
 # its S3 endpoint policy, so it goes first); without --purge only what is billed per hour.
@@ -96,10 +99,6 @@ class StageOperations:
     def _components(self, endpoint: str) -> dict[str, dict[str, Any]]:
         """Hosting components: each inference component on the endpoint, its status,
         copies (now, wanted, autoscaling bounds) and what one copy reserves."""
-        from deploy.aws.inference_components import InferenceComponents
-
-        clients = self.stage.clients
-        components = clients.components or InferenceComponents(clients.session.client)
         return {
             name: {
                 "status": item.status,
@@ -112,7 +111,7 @@ class StageOperations:
                 "memory_mb": item.memory_mb,
                 "failure_reason": item.failure_reason,
             }
-            for name, item in components.on_endpoint(endpoint).items()
+            for name, item in self._inference_components().on_endpoint(endpoint).items()
         }
 
     def down_plan(self, *, purge: bool) -> dict[str, Any]:
@@ -166,14 +165,19 @@ class StageOperations:
         SageMaker deletes no endpoint that still holds one."""
         import time
 
-        from deploy.aws.inference_components import InferenceComponents
-
         endpoint = self.stage.endpoint_name()
         if endpoint is None:
             return
+        self._inference_components().delete_all(
+            endpoint, timeout_s=timeout_s, sleep=time.sleep, poll_s=5.0
+        )
+
+    def _inference_components(self) -> InferenceComponents:
+        """The stage's inference-component client (given, as tests do, or its session's)."""
+        from deploy.aws.inference_components import InferenceComponents
+
         clients = self.stage.clients
-        components = clients.components or InferenceComponents(clients.session.client)
-        components.delete_all(endpoint, timeout_s=timeout_s, sleep=time.sleep, poll_s=5.0)
+        return clients.components or InferenceComponents(clients.session.client)
 
     def prune(self, *, keep: int, dry_run: bool = False) -> dict[str, Any]:
         found = self.stage.store()

@@ -22,25 +22,29 @@ pytestmark = [pytest.mark.triton, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_quick_gpu_bench_run_reports_every_cell_and_round(tmp_path: Path) -> None:
-    out = tmp_path / "result.json"
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "gpu_local_endpoint.py"),
-            "--quick",
-            "--out",
-            out,
-            # The pipelined adapter a GPU gets by default, here on the CPU.
-            "--adapter-parameter",
-            "DEPLOY_ADAPTER_PIPELINE=1",
-        ],
+def run_script(script: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    """A bench/ script as a subprocess from the repository root, with this checkout first."""
+    return subprocess.run(
+        [sys.executable, str(script), *args],
         capture_output=True,
         text=True,
         timeout=300,
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         check=False,
+    )
+
+
+def test_quick_gpu_bench_run_reports_every_cell_and_round(tmp_path: Path) -> None:
+    out = tmp_path / "result.json"
+    result = run_script(
+        ROOT / "bench" / "gpu_local_endpoint.py",
+        "--quick",
+        "--out",
+        out,
+        # The pipelined adapter a GPU gets by default, here on the CPU.
+        "--adapter-parameter",
+        "DEPLOY_ADAPTER_PIPELINE=1",
     )
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout)
@@ -73,21 +77,8 @@ def test_quick_gpu_bench_run_reports_every_cell_and_round(tmp_path: Path) -> Non
 def test_the_device_check_of_the_adapter_runs_here(tmp_path: Path) -> None:
     """bench/device/adapter_gpu_check.py on the CPU, pipeline on: every answer its own."""
     out = tmp_path / "check.json"
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "device" / "adapter_gpu_check.py"),
-            "--pipeline",
-            "1",
-            "--out",
-            out,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        check=False,
+    result = run_script(
+        ROOT / "bench" / "device" / "adapter_gpu_check.py", "--pipeline", "1", "--out", out
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     report = json.loads(out.read_text())

@@ -39,6 +39,8 @@ parameters { key: "INTRA_OP_THREAD_COUNT" value { string_value: "3" } }
 
 
 def torch_batch_counting_model(folder: Path) -> Path:
+    """tanh(linear(x)) and the rows of its call; a value over 1e6 makes the call raise
+    ("poisoned row": a request that fails the call it is batched into)."""
     import torch
 
     class Counted(torch.nn.Module):
@@ -47,6 +49,8 @@ def torch_batch_counting_model(folder: Path) -> Path:
             self.linear = torch.nn.Linear(3, 2)
 
         def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            if bool((x > 1e6).any()):
+                raise RuntimeError("poisoned row")
             rows = x.shape[0]
             return torch.tanh(self.linear(x)), torch.full((rows, 1), float(rows))
 

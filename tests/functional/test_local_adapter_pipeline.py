@@ -27,45 +27,24 @@ from botocore.exceptions import ClientError
 
 from deploy.client import decode, encode
 from tests.functional.local_models import folder_files, runtime_client, write_archive
+from tests.functional.test_local_adapter_batching import BATCH_SIZES, torch_batch_counting_model
 
 pytestmark = [pytest.mark.triton, pytest.mark.slow]
 
-CONFIG = """
-name: "piped"
-platform: "pytorch_libtorch"
-max_batch_size: 8
-input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 3 ] } ]
-output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 2 ] },
-         { name: "OUTPUT__1" data_type: TYPE_FP32 dims: [ 1 ] } ]
-dynamic_batching { max_queue_delay_microseconds: 5000000 }
-instance_group [ { kind: KIND_CPU count: 1 } ]
-parameters { key: "DEPLOY_ADAPTER_PIPELINE" value { string_value: "1" } }
-"""
-ROWS = (1, 2, 1, 4)  # fills max_batch_size 8: the batcher hands the four over at once
+# BATCH_SIZES fill max_batch_size 8: the batcher hands the four requests over at once.
+PIPELINE = 'parameters { key: "DEPLOY_ADAPTER_PIPELINE" value { string_value: "1" } }\n'
 
 
 def piped_model(folder: Path) -> Any:
+    """The batching tests' counting model (it raises on a value over 1e6), pipelined."""
     import torch
 
-    class Piped(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.linear = torch.nn.Linear(3, 2)
-
-        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            if bool((x > 1e6).any()):
-                raise RuntimeError("poisoned row")
-            rows = x.shape[0]
-            return torch.tanh(self.linear(x)), torch.full((rows, 1), float(rows))
-
-    torch.manual_seed(0)
-    (folder / "1").mkdir(parents=True)
-    (folder / "config.pbtxt").write_text(CONFIG)
+    torch_batch_counting_model(folder)
+    config = (folder / "config.pbtxt").read_text().replace('name: "counted_ts"', 'name: "piped"')
+    (folder / "config.pbtxt").write_text(config + PIPELINE)
     with warnings.catch_warnings():  # TorchScript is deprecated; Triton still serves it
         warnings.simplefilter("ignore", DeprecationWarning)
-        module = torch.jit.script(Piped())
-    module.save(str(folder / "1" / "model.pt"))
-    return module
+        return torch.jit.load(str(folder / "1" / "model.pt"))
 
 
 def call(client: Any, target: str, x: np.ndarray, outputs: list[str] | None = None) -> Any:
@@ -92,13 +71,13 @@ def test_batched_requests_get_their_own_rows(local_endpoint: Any, piped: Any) ->
 
     target, module = piped
     rng = np.random.default_rng(5)
-    inputs = [rng.normal(size=(rows, 3)).astype(np.float32) for rows in ROWS]
+    inputs = [rng.normal(size=(rows, 3)).astype(np.float32) for rows in BATCH_SIZES]
     clients = [runtime_client(local_endpoint.url) for _ in inputs]
     with ThreadPoolExecutor(len(inputs)) as pool:
         answers = list(pool.map(lambda i: call(clients[i], target, inputs[i]), range(4)))
 
     for x, outputs in zip(inputs, answers, strict=True):
-        assert outputs["OUTPUT__1"].ravel().tolist() == [float(sum(ROWS))] * len(x)
+        assert outputs["OUTPUT__1"].ravel().tolist() == [float(sum(BATCH_SIZES))] * len(x)
         expected = module(torch.from_numpy(x))[0].detach().numpy()
         np.testing.assert_allclose(outputs["OUTPUT__0"], expected, rtol=1e-6)
     log = local_endpoint.endpoint.supervisor.log_path.read_text(errors="replace")
@@ -111,7 +90,7 @@ def test_a_failing_request_does_not_fail_its_neighbours(local_endpoint: Any, pip
 
     target, module = piped
     rng = np.random.default_rng(6)
-    inputs = [rng.normal(size=(rows, 3)).astype(np.float32) for rows in ROWS]
+    inputs = [rng.normal(size=(rows, 3)).astype(np.float32) for rows in BATCH_SIZES]
     inputs[1][0, 0] = 1e7  # this request's rows make the model raise
     clients = [runtime_client(local_endpoint.url) for _ in inputs]
 
@@ -130,7 +109,8 @@ def test_a_failing_request_does_not_fail_its_neighbours(local_endpoint: Any, pip
         outputs = answers[index]
         assert isinstance(outputs, dict), outputs
         # The batch failed as a whole, so each was run again alone: its own rows.
-        assert outputs["OUTPUT__1"].ravel().tolist() == [float(ROWS[index])] * ROWS[index]
+        rows = BATCH_SIZES[index]
+        assert outputs["OUTPUT__1"].ravel().tolist() == [float(rows)] * rows
         expected = module(torch.from_numpy(inputs[index]))[0].detach().numpy()
         np.testing.assert_allclose(outputs["OUTPUT__0"], expected, rtol=1e-6)
 
@@ -138,7 +118,7 @@ def test_a_failing_request_does_not_fail_its_neighbours(local_endpoint: Any, pip
 def test_a_request_for_one_output_gets_that_output(local_endpoint: Any, piped: Any) -> None:
     target, _ = piped
     rng = np.random.default_rng(7)
-    inputs = [rng.normal(size=(rows, 3)).astype(np.float32) for rows in ROWS]
+    inputs = [rng.normal(size=(rows, 3)).astype(np.float32) for rows in BATCH_SIZES]
     clients = [runtime_client(local_endpoint.url) for _ in inputs]
     wanted: list[list[str] | None] = [["OUTPUT__0"], None, ["OUTPUT__1"], ["OUTPUT__0"]]
 

@@ -41,12 +41,12 @@ def ensemble(repo: Path, name: str, step: str) -> None:
     )
 
 
+def warnings_saying(repo: Path, text: str) -> list[tuple[str, str]]:
+    return [(d.model, d.message) for d in validate_repository(repo).warnings if text in d.message]
+
+
 def bundle_warnings(repo: Path) -> list[tuple[str, str]]:
-    return [
-        (d.model, d.message)
-        for d in validate_repository(repo).warnings
-        if "also holds as a step" in d.message
-    ]
+    return warnings_saying(repo, "also holds as a step")
 
 
 def test_a_bundled_step_is_warned_on_the_bls_model(tmp_path: Path) -> None:
@@ -82,11 +82,7 @@ def test_no_warning_without_an_ensemble_holding_the_bundle(tmp_path: Path) -> No
 
 
 def several_files_warnings(repo: Path) -> list[tuple[str, str]]:
-    return [
-        (d.model, d.message)
-        for d in validate_repository(repo).warnings
-        if "keeps only one of several" in d.message
-    ]
+    return warnings_saying(repo, "keeps only one of several")
 
 
 def test_a_bundled_model_of_several_files_is_warned_on_the_bls_model(tmp_path: Path) -> None:
