@@ -11,11 +11,15 @@ bench/device/adapter_gpu_check.py):
 - a request whose rows make the model raise gets that error, and its
   neighbours in the call are run again alone and answered;
 - a request that asks for one output gets only that one (the response
-  sender drops the others without the GIL, which crashed the stub).
+  sender drops the others without the GIL, which crashed the stub);
+- the calls Triton hands over while the model is busy run as one model
+  call (the model's config asks for dynamic batching), each request still
+  answered with its own rows.
 """
 
 from __future__ import annotations
 
+import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -129,3 +133,71 @@ def test_a_request_for_one_output_gets_that_output(local_endpoint: Any, piped: A
         assert sorted(outputs) == sorted(names or ["OUTPUT__0", "OUTPUT__1"])
     # The stub is still there: a later call is answered.
     assert "OUTPUT__0" in call(clients[0], target, inputs[0])
+
+
+SLOW_CONFIG = """
+name: "slow"
+platform: "pytorch_libtorch"
+max_batch_size: 8
+input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 3 ] } ]
+output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 3 ] },
+         { name: "OUTPUT__1" data_type: TYPE_FP32 dims: [ 1 ] } ]
+dynamic_batching { }
+instance_group [ { kind: KIND_CPU count: 1 } ]
+"""
+
+
+def slow_model(folder: Path) -> None:
+    """2x and the rows of its call; a row over 100 keeps the model busy (that
+    value times 500 small matrix products) before it answers."""
+    import torch
+
+    class Slow(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            busy = torch.ones(128, 128) / 128
+            if bool((x > 100).any()):
+                for _ in range(int(x.max().item()) * 500):
+                    busy = torch.tanh(busy @ busy)
+            rows = x.shape[0]
+            return x * 2 + busy[0, 0] * 0, torch.full((rows, 1), float(rows))
+
+    (folder / "1").mkdir(parents=True)
+    (folder / "config.pbtxt").write_text(SLOW_CONFIG + PIPELINE)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.jit.script(Slow()).save(str(folder / "1" / "model.pt"))
+
+
+def test_calls_queued_while_the_model_runs_share_one_launch(
+    local_endpoint: Any, tmp_path: Path
+) -> None:
+    slow_model(tmp_path / "slow")
+    target = "pipeline/slow.tar.gz"
+    write_archive(local_endpoint.store_dir / target, folder_files(tmp_path / "slow", "slow"))
+    busy = np.full((1, 3), 150, dtype=np.float32)  # 75,000 products: about 2 s here
+    rows = (2, 3, 1)
+    rng = np.random.default_rng(8)
+    inputs = [rng.normal(size=(n, 3)).astype(np.float32) for n in rows]
+    clients = [runtime_client(local_endpoint.url) for _ in range(len(rows) + 1)]
+    call(clients[0], target, np.zeros((1, 3), np.float32))  # loaded before the clock starts
+
+    def busy_call() -> tuple[Any, float]:
+        return call(clients[0], target, busy), time.monotonic()
+
+    with ThreadPoolExecutor(len(clients)) as pool:
+        first = pool.submit(busy_call)
+        time.sleep(0.5)  # the busy call is in the model; the next ones come one by one
+        later = []
+        for index, x in enumerate(inputs, start=1):
+            later.append(pool.submit(call, clients[index], target, x))
+            time.sleep(0.1)
+        all_sent = time.monotonic()
+        answers = [future.result() for future in later]
+        busy_outputs, busy_done = first.result()
+
+    assert busy_outputs["OUTPUT__1"].ravel().tolist() == [1.0]
+    assert busy_done > all_sent, "the busy call ended before the others came: lengthen it"
+    # Triton handed each over alone (no queue delay, a free instance); they ran as one call.
+    for x, outputs in zip(inputs, answers, strict=True):
+        assert outputs["OUTPUT__1"].ravel().tolist() == [float(sum(rows))] * len(x)
+        np.testing.assert_allclose(outputs["OUTPUT__0"], x * 2, rtol=1e-6)
