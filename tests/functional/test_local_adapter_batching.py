@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from botocore.exceptions import ClientError
 
 from tests.functional.local_models import folder_files, invoke, runtime_client, write_archive
 from tests.functional.onnx_models import batch_counting_model, variable_batch_counting_model
@@ -175,3 +176,41 @@ def test_the_profile_parameter_logs_where_an_instance_spends_its_calls(
     assert "over 100 calls, 2.0 rows a call, mean ms: between " in profiles[0]
     for stage in ("prepare", "to_device", "launch", "wait", "answer"):
         assert f", {stage} " in profiles[0]
+
+
+def test_torchscript_executor_parameters_of_the_pytorch_backend(
+    local_endpoint: Any, tmp_path: Path
+) -> None:
+    """DISABLE_OPTIMIZED_EXECUTION, ENABLE_JIT_PROFILING and ENABLE_TENSOR_FUSER mean
+    what Triton's PyTorch backend makes of them; a value that is not a boolean
+    stops the model's load, naming the parameter."""
+    folder = torch_batch_counting_model(tmp_path / "counted_ts")
+    config = folder / "config.pbtxt"
+    base = config.read_text()
+    config.write_text(
+        base
+        + 'parameters { key: "DISABLE_OPTIMIZED_EXECUTION" value { string_value: "true" } }\n'
+        + 'parameters { key: "ENABLE_JIT_PROFILING" value { string_value: "false" } }\n'
+        + 'parameters { key: "ENABLE_TENSOR_FUSER" value { string_value: "off" } }\n'
+    )
+    target = "batching/settings.tar.gz"
+    write_archive(local_endpoint.store_dir / target, folder_files(folder, "counted_ts"))
+
+    for x, outputs in concurrent_calls(local_endpoint.url, target, "INPUT__0"):
+        assert outputs["OUTPUT__1"].ravel().tolist() == [float(sum(BATCH_SIZES))] * len(x)
+    log = local_endpoint.endpoint.supervisor.log_path.read_text(errors="replace")
+    served = [line for line in log.splitlines() if f"model '{target}' (pytorch_libtorch)" in line]
+    assert served and (
+        "DISABLE_OPTIMIZED_EXECUTION=true, ENABLE_JIT_PROFILING=false, ENABLE_TENSOR_FUSER=off"
+        in served[-1]
+    )
+
+    config.write_text(
+        base + 'parameters { key: "ENABLE_JIT_PROFILING" value { string_value: "maybe" } }\n'
+    )
+    bad = "batching/bad_setting.tar.gz"
+    write_archive(local_endpoint.store_dir / bad, folder_files(folder, "counted_ts"))
+    client = runtime_client(local_endpoint.url)
+    with pytest.raises(ClientError) as failed:
+        invoke(client, "local", bad, {"INPUT__0": np.zeros((1, 3), np.float32)})
+    assert "'ENABLE_JIT_PROFILING' is 'maybe'; give true or false" in str(failed.value)
