@@ -32,7 +32,12 @@ ONE instance, at batch 8 and concurrency 8, the endpoint gives at least 0.9x
 raw torch's images/s in every round of a run of at least 3 rounds. Also
 reported: each cell against `raw_torch_ceiling`, and the latency the endpoint
 adds at batch 1 and concurrency 1 (its p50 less raw torch's time per call,
-one thread). The JSON names the machine, driver, torch and the git commit.
+one thread). In the same rounds, the target cell's requests also go to a
+python-backend model that does no work (`no_work`: ResNet-50's answer shapes,
+zeros), through the same front end and tritonserver: what the serving path
+itself gives at this request size (4.8 MB a request at batch 8), against
+which both the endpoint and raw torch are reported. The JSON names the
+machine, driver, torch and the git commit.
 `--profile-adapter` has the adapter log where each model call's time goes
 (DEPLOY_ADAPTER_PROFILE, every 100 calls; kept as `adapter_profile`), and
 `--triton-log FILE` keeps tritonserver's log. `--model small` swaps
@@ -88,6 +93,38 @@ instance_group [ {{ kind: KIND_GPU count: {instances} }} ]
 dynamic_batching {{ }}
 """
 PARAMETER = 'parameters {{ key: "{key}" value: {{ string_value: "{value}" }} }}\n'
+# The serving path's own ceiling: the same requests to a model that does no work.
+NO_WORK = "no_work"
+NO_WORK_CONFIG = f"""
+name: "{NO_WORK}"
+backend: "python"
+max_batch_size: {MAX_BATCH}
+input [ {{ name: "INPUT__0" data_type: TYPE_FP32 dims: [ 3, 224, 224 ] }} ]
+output [ {{ name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 1000 ] }},
+         {{ name: "OUTPUT__1" data_type: TYPE_FP32 dims: [ 1 ] }} ]
+instance_group [ {{ kind: KIND_CPU count: 1 }} ]
+dynamic_batching {{ }}
+"""
+NO_WORK_MODEL = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    # ResNet-50's answer shapes, no work: the input's shape only (as_numpy would copy it).
+    def execute(self, requests):
+        sizes = [pb_utils.get_input_tensor_by_name(r, "INPUT__0").shape()[0] for r in requests]
+        rows = float(sum(sizes))
+        return [
+            pb_utils.InferenceResponse(
+                output_tensors=[
+                    pb_utils.Tensor("OUTPUT__0", np.zeros((size, 1000), np.float32)),
+                    pb_utils.Tensor("OUTPUT__1", np.full((size, 1), rows, np.float32)),
+                ]
+            )
+            for size in sizes
+        ]
+"""
 
 
 def _connect(host: str, port: str, timeout: float) -> http.client.HTTPConnection:
@@ -179,6 +216,9 @@ def write_repository(
                 PARAMETER.format(key=key, value=value) for key, value in (parameters or {}).items()
             )
         )
+    (root / NO_WORK / "1").mkdir(parents=True)
+    (root / NO_WORK / "config.pbtxt").write_text(NO_WORK_CONFIG)
+    (root / NO_WORK / "1" / "model.py").write_text(NO_WORK_MODEL)
     return first, description
 
 
@@ -457,6 +497,7 @@ def main() -> None:
         targets = {
             count: manifest[f"resnet50_x{count}"]["target_model"] for count in instance_counts
         }
+        no_work = manifest[NO_WORK]["target_model"]
         raw = RawTorch(model_file)
         with LocalEndpoint(
             root / "store",
@@ -491,6 +532,7 @@ def main() -> None:
             served_rounds: dict[str, list[dict[str, Any]]] = {}
             raw_rounds: dict[str, list[dict[str, Any]]] = {}
             ceiling: list[dict[str, Any]] = []
+            no_work_rounds: list[dict[str, Any]] = []
             for round_index in range(args.rounds):
                 order = ["endpoint", "raw"] if round_index % 2 == 0 else ["raw", "endpoint"]
                 for part in order:
@@ -509,6 +551,12 @@ def main() -> None:
                                 )
                                 served_rounds.setdefault(key, []).append(cell)
                                 print(key, cell, file=sys.stderr, flush=True)
+                            if f"x1/batch_{batch}/concurrency_{level}" == TARGET_CELL:
+                                cell = drive_endpoint(
+                                    endpoint.url, no_work, batch, level, args.warmup, args.seconds
+                                )
+                                no_work_rounds.append(cell)
+                                print(NO_WORK, cell, file=sys.stderr, flush=True)
                 ceiling.append(raw.drive(MAX_BATCH, 1, args.warmup, args.seconds))
             log = Path(endpoint.supervisor.log_path).read_text(errors="replace")
             profile_lines = [
@@ -528,6 +576,16 @@ def main() -> None:
         for key, cells in served_rounds.items()
     }
     against_ceiling = {key: _per_round(cells, ceiling) for key, cells in served_rounds.items()}
+    serving_path = {}
+    if no_work_rounds and TARGET_CELL in served_rounds:
+        raw_at_target = raw_rounds[TARGET_CELL.split("/", 1)[1]]
+        serving_path = {
+            "no_work_rounds": no_work_rounds,
+            "ratio_endpoint_to_no_work_by_round": _per_round(
+                served_rounds[TARGET_CELL], no_work_rounds
+            ),
+            "ratio_raw_torch_to_no_work_by_round": _per_round(raw_at_target, no_work_rounds),
+        }
     at_target = {
         key: value
         for key, value in ratios.items()
@@ -580,6 +638,8 @@ def main() -> None:
         "ratio_endpoint_to_raw_torch_by_round": by_round,
         "ratio_endpoint_to_raw_torch_ceiling_by_round": against_ceiling,
         "added_latency_batch_1_concurrency_1": added_latency,
+        # The target cell's requests to a model doing no work, alternating with it.
+        **({f"serving_path_{TARGET_CELL.split('/', 1)[1]}": serving_path} if serving_path else {}),
         "ratios_at_concurrency_8": at_target,
         "target": {
             "cell": TARGET_CELL,
