@@ -100,6 +100,13 @@ def up(
     watch_timeout: float = typer.Option(
         1800.0, "--watch-timeout", min=1, help="Seconds --watch follows canaries at most."
     ),
+    scale_to_zero_after: float | None = typer.Option(
+        None,
+        "--scale-to-zero-after",
+        min=0.1,
+        help="--local, hosting components: the endpoint it starts unloads a component of "
+        "min_copies 0 idle this many seconds (as `deploy serve --scale-to-zero-after`).",
+    ),
 ) -> None:
     """Package, plan, upload, provision, wait, smoke-test, publish the manifest."""
     repository_code(no_repo_code, stage=stage)
@@ -134,9 +141,16 @@ def up(
             timeout=timeout or LOCAL_START_TIMEOUT_S,
             as_json=as_json,
             canary=percent,
+            scale_to_zero_after=scale_to_zero_after,
         )
         return
     reject(ctx, {"port": "--port"}, because="to AWS: it is the local endpoint's port (--local)")
+    reject(
+        ctx,
+        {"scale_to_zero_after": "--scale-to-zero-after"},
+        because="to AWS: a component of min_copies 0 scales in by its autoscaling policy "
+        "(--local only)",
+    )
     if smoke_endpoint_name is not None and smoke_endpoint_url is None:
         ctx.fail("--smoke-endpoint-name needs --smoke-endpoint-url")
     _up_aws(
@@ -175,6 +189,7 @@ def _up_local(
     timeout: float,
     as_json: bool,
     canary: float | None = None,
+    scale_to_zero_after: float | None = None,
 ) -> None:
     if not dry_run:
         from deploy.extras import require
@@ -199,13 +214,23 @@ def _up_local(
     # The instance type applies to AWS only, so it implies no mode here: --hosting, else
     # the stage's `hosting` setting, else the default mode.
     mode = mode_named(hosting or settings.hosting or default_mode().name)
+    if scale_to_zero_after is not None and not (mode.local and mode.local.idle_unload):
+        from deploy.hosting import MODES
+
+        unloading = " or ".join(n for n, m in MODES.items() if m.local and m.local.idle_unload)
+        raise typer.BadParameter(
+            f"it applies to hosting {unloading}; this run's hosting is {mode.name}",
+            param_hint="--scale-to-zero-after",
+        )
     provider = LocalProvider(
         endpoint_name,
         mode=mode,
         port=port if port is not None else settings.local_port,
         start_timeout_s=timeout,
         stage=settings.stage,
+        scale_to_zero_after=scale_to_zero_after,
     )
+    provider.check_idle_setting()  # before anything is packaged
     out = console()
     result = run_up(
         settings,

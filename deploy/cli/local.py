@@ -233,6 +233,13 @@ def serve(
             "--async-output s3://my-bucket/async/",
             param_hint="--async-output",
         )
+    if not local.idle_unload:
+        unloading = " or ".join(n for n, m in MODES.items() if m.local and m.local.idle_unload)
+        reject(
+            ctx,
+            {"scale_to_zero_after": "--scale-to-zero-after"},
+            because=f"to --hosting {mode}; it applies to --hosting {unloading}",
+        )
     if local.router:
         reject(
             ctx,

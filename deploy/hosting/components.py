@@ -181,5 +181,5 @@ MODE = HostingMode(
     bind_manifest=published_manifest,
     # A copy per component in tritonserver, by InferenceComponentName
     # (deploy.local.modes.components).
-    local=LocalServing("components"),
+    local=LocalServing("components", idle_unload=True),
 )

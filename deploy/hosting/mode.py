@@ -94,6 +94,8 @@ class LocalServing:
     router: bool = False
     # Requests and answers travel through S3 (--async-output, --async-input).
     through_s3: bool = False
+    # Idle copies of a model with minimum 0 unload (--scale-to-zero-after).
+    idle_unload: bool = False
 
 
 @dataclass(frozen=True)

@@ -99,8 +99,11 @@ class LocalProvider:
         start_timeout_s: float = 60.0,
         mode: HostingMode | None = None,
         stage: str | None = None,
+        scale_to_zero_after: float | None = None,
     ) -> None:
         self.mode = mode or default_mode()
+        # Hosting components: idle copies of min_copies 0 unload (`deploy serve` flag).
+        self.scale_to_zero_after = scale_to_zero_after
         self.stage = stage  # the deploy.toml stage `deploy serve` reads (None: its default)
         self.archive_key: str | None = None  # router layouts: the archive to serve
         self.endpoint_name = endpoint_name
@@ -380,6 +383,8 @@ class LocalProvider:
         ]
         if self.max_loaded_models:
             command += ["--max-loaded-models", str(self.max_loaded_models)]
+        if self.scale_to_zero_after is not None:
+            command += ["--scale-to-zero-after", f"{self.scale_to_zero_after:g}"]
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         # posix_spawn, not Popen: nothing here waits for the process, it outlives this
         # command (its own session, so no terminal signal reaches it).
@@ -422,6 +427,29 @@ class LocalProvider:
             self.stop()
             raise
         return state
+
+    def check_idle_setting(self) -> None:
+        """Refuse a --scale-to-zero-after other than the running endpoint's (it keeps
+        the setting it started with); nothing to check when none runs."""
+        if self.scale_to_zero_after is None:
+            return
+        state = self._ours()
+        if state is None:
+            return
+        running: object = None
+        with contextlib.suppress(OSError, ValueError):
+            status, body = _get(state.url, "/models")
+            if status == 200:
+                running = json.loads(body).get("scale_to_zero_after")
+        if running != self.scale_to_zero_after:
+            raise LocalEndpointError(
+                f"endpoint {self.endpoint_name!r} at {state.url} is running with "
+                f"--scale-to-zero-after {_seconds(running)}, "
+                f"not {self.scale_to_zero_after:g}; a running endpoint keeps the setting "
+                "it started with",
+                where=f"local endpoint {self.endpoint_name} (pid {state.pid})",
+                fix="`deploy down --local`, then run `deploy up --local` again",
+            )
 
     def _extracted(self) -> Path:
         """The router archive extracted under `served/` (once); older ones removed."""
@@ -554,3 +582,8 @@ def _models(manifest: contract.Manifest | None, loaded: list[Any]) -> list[dict[
             }
         )
     return rows
+
+
+def _seconds(value: object) -> str:
+    """A listed --scale-to-zero-after as it is typed (2, not 2.0), or "unset"."""
+    return f"{value:g}" if isinstance(value, (int, float)) else "unset"

@@ -367,3 +367,53 @@ def test_deploy_up_local_makes_smoke_tests_and_publishes_components(
     finally:
         down = runner.invoke(app, ["down", "--local"])
     assert down.exit_code == 0, down.output
+
+
+def test_deploy_up_local_starts_the_endpoint_with_scale_to_zero_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`deploy up --local --hosting components --scale-to-zero-after 2` starts an
+    endpoint that unloads `scorer` (min_copies 0) once idle and keeps `detector`;
+    a later run asking for another value is refused with the fix (the running
+    endpoint keeps its setting), and one asking for the same value goes on."""
+    import socket
+
+    from typer.testing import CliRunner
+
+    from deploy.cli import app
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DEPLOY_LOCAL_PORT", str(port))
+    monkeypatch.delenv("DEPLOY_STAGE", raising=False)
+    write_repository(tmp_path / "models")
+    (tmp_path / "deploy.toml").write_text("[stages.qa.models.scorer]\nmin_copies = 0\n")
+    monkeypatch.setenv("DEPLOY_CONFIG", str(tmp_path / "deploy.toml"))
+    runner = CliRunner()
+    up = ["up", "--local", "--stage", "qa", "--hosting", "components", "--json"]
+    up += ["--repository", "models", "--package-dir", "build", "--timeout", "180"]
+
+    def copies() -> dict[str, int]:
+        listing = json.loads(get(port, "/models")[1])
+        return {name: entry["copies"] for name, entry in listing["components"].items()}
+
+    try:
+        first = runner.invoke(app, [*up, "--scale-to-zero-after", "2"])
+        assert first.exit_code == 0, first.output
+        assert json.loads(get(port, "/models")[1])["scale_to_zero_after"] == 2
+        wait_for(lambda: copies()["local-scorer"] == 0, 60, "scorer to scale to zero")
+        assert copies()["local-detector"] == 1  # min_copies 1: never scaled in
+
+        other = runner.invoke(app, [*up, "--scale-to-zero-after", "5"])
+        assert other.exit_code == 1, other.output
+        words = " ".join(other.output.split())
+        assert "is running with --scale-to-zero-after 2, not 5" in words, words
+        assert "deploy down --local" in words, words
+
+        same = runner.invoke(app, [*up, "--scale-to-zero-after", "2"])
+        assert same.exit_code == 0, same.output
+    finally:
+        down = runner.invoke(app, ["down", "--local"])
+    assert down.exit_code == 0, down.output

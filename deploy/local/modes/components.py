@@ -238,10 +238,12 @@ class ComponentInvoker:
         copies: Copies,
         start_copy: Callable[[Component], None],
         refresh: Callable[[], object],  # re-reads the store's manifest (blocking I/O)
+        listing: Callable[[], dict[str, Any]],  # the endpoint's (blocking I/O)
     ) -> None:
         self.copies = copies
         self.start_copy = start_copy
         self.refresh = refresh
+        self.listing = listing
 
     def _component(self, frontend: FrontEnd, request: Request) -> Component | Reply:
         """The component a call names, its TargetModel header set to the component's
@@ -271,10 +273,7 @@ class ComponentInvoker:
         if path != b"/models" or request.method != b"GET":
             return None
         # GET /models (`deploy status --local`): the components and their copies too.
-        listing = await asyncio.get_running_loop().run_in_executor(None, frontend.platform.listing)
-        listing["endpoint_name"] = frontend.endpoint_name
-        listing["hosting"] = COMPONENTS
-        listing["components"] = self.copies.describe()
+        listing = await asyncio.get_running_loop().run_in_executor(None, self.listing)
         return 200, [("Content-Type", "application/json")], json.dumps(listing).encode()
 
     async def invoke(self, frontend: FrontEnd, request: Request, endpoint: str) -> Reply:
@@ -333,7 +332,7 @@ class ComponentEndpoint(LocalEndpoint):
             log_path=base.log_stream.removeprefix("file://"),
             manifest=self._served_manifest,
             limits=self.options.connection_limits,
-            invoker=ComponentInvoker(self.copies, self._start_copy, self.refresh),
+            invoker=ComponentInvoker(self.copies, self._start_copy, self.refresh, self.listing),
         )
         self._stop_scaling = threading.Event()
         self._manager: threading.Thread | None = None
@@ -438,8 +437,11 @@ class ComponentEndpoint(LocalEndpoint):
                 log.warning("component %s: unloading failed: %s", component.name, exc)
 
     def listing(self) -> dict[str, Any]:
+        """The platform's models, the components with their copies, and the idle
+        setting (GET /models)."""
         document = super().listing()
         document["hosting"] = COMPONENTS
+        document["scale_to_zero_after"] = self.scale_to_zero_after
         document["components"] = self.copies.describe()
         return document
 
