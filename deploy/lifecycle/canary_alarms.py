@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 ALARM_PREFIX = "deploy-canary-"
 ERROR_RATE = "error-rate"
 P99_LATENCY = "p99-latency"
+KINDS = (ERROR_RATE, P99_LATENCY)  # the alarms each canary gets
 MAX_ALARM_NAME = 255
 
 

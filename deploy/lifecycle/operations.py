@@ -2,7 +2,8 @@
 
 Status reads the stacks, the endpoint, its scaling bounds and recent
 metrics, the published manifest's models (as the stage's hosting mode lays
-them out) and, for hosting components, each inference component. Down
+them out), for hosting components each inference component and, where models
+take canaries, each canary alarm. Down
 deletes what is billed per hour (the API and endpoint stacks); `--purge`
 also empties the model store and deletes it and the network. Prune deletes
 archives the published manifest no longer references, keeping the newest
@@ -58,6 +59,8 @@ class StageOperations:
         archive_key = layout.archive_key(manifest)
         if archive_key:
             result["archive"] = archive_key
+        if stage.mode.model_canaries:
+            result["canary_alarms"] = self._canary_alarms(manifest)
         state = stage.endpoint_state()
         if state is not None:
             variant = state.variants[0] if state.variants else None
@@ -95,6 +98,31 @@ class StageOperations:
                 state.name, result["models"], window_s=window_s
             )
         return result
+
+    def _canary_alarms(self, manifest: dict[str, Any] | None) -> list[dict[str, Any]]:
+        """Each canary alarm of the endpoint (`<model>/<canary target model>/<kind>`), its
+        state, and whether its canary has ended (the manifest no longer names it: the
+        rollback function leaves its alarms; the next publish deletes them)."""
+        from deploy.client.manifest import parse
+        from deploy.lifecycle.canary_alarms import KINDS, CanaryAlarms, alarm_name, alarm_prefix
+
+        endpoint = self.stage.settings.endpoint_name
+        current: set[str] = set()
+        if manifest is not None:
+            for model, info in parse(manifest, "published manifest").models.items():
+                if info.canary is not None:
+                    target = info.canary.target_model
+                    current.update(alarm_name(endpoint, model, target, kind) for kind in KINDS)
+        prefix = alarm_prefix(endpoint)
+        states = CanaryAlarms(self.stage.clients.session, endpoint).states()
+        return [
+            {
+                "alarm": name.removeprefix(prefix),
+                "state": state,
+                "canary_ended": name not in current,
+            }
+            for name, state in sorted(states.items())
+        ]
 
     def _components(self, endpoint: str) -> dict[str, dict[str, Any]]:
         """Hosting components: each inference component on the endpoint, its status,

@@ -247,6 +247,17 @@ def render_status(document: dict[str, Any], out: Console) -> None:
             )
             table.add_row(name, status, copies + bounds, needs)
         out.print(table)
+    alarms = document.get("canary_alarms")
+    if alarms:
+        table = Table("alarm (model/canary/kind)", "state", title="canary alarms")
+        for alarm in alarms:
+            state = alarm["state"] + (
+                " (canary ended; the next deploy up, promote or rollback deletes it)"
+                if alarm["canary_ended"]
+                else ""
+            )
+            table.add_row(alarm["alarm"], state)
+        out.print(table)
     models = Table("model", "target model", title="manifest")
     for name, target in document.get("models", {}).items():
         models.add_row(name, target)

@@ -428,3 +428,64 @@ def test_up_watch_prints_the_split_and_exits_1_when_the_canary_is_rolled_back(
     assert f"alpha: 10% to {NEW}, the rest to {OLD}; alarms error-rate" in shown
     assert "alpha: canary rolled back" in shown
     assert "rolled back: alpha (a canary alarm fired, or `deploy rollback` ran)" in shown
+
+
+def test_status_lists_the_canary_alarms_and_which_canaries_ended(
+    moto_env: str, tmp_path: Path
+) -> None:
+    """`deploy status` shows each canary alarm's state; once the rollback function has
+    taken the canary out of the manifest, its alarms are marked as left over (the
+    next publish deletes them)."""
+    from deploy_handlers.canary_rollback import app as rollback_function
+
+    config = tmp_path / "deploy.toml"
+    config.write_text(
+        '[stages.seen]\nendpoint_name = "ep-seen"\ninstance_type = "ml.m5.xlarge"\n',
+        encoding="utf-8",
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DEPLOY_CONFIG", str(config))
+        settings = make_stage(tmp_path, "seen")
+        provider = AwsProvider(settings)
+        provider.published_manifest()
+        manifest = contract.parse(canary_manifest(), "test")
+        provider.publish_manifest(contract.dump(manifest))
+        CanaryAlarms(provider.session, "ep-seen").sync(manifest, CanaryThresholds(0.1, 100, 60))
+        error_rate = f"deploy-canary-ep-seen/alpha/{NEW}/error-rate"
+        boto3.client("cloudwatch").set_alarm_state(
+            AlarmName=error_rate, StateValue="ALARM", StateReason="test: 12.5% errors"
+        )
+        runner = CliRunner()
+
+        def status() -> dict[str, Any]:
+            result = runner.invoke(app, ["status", "--stage", "seen", "--json"])
+            assert result.exit_code == 0, result.output
+            document: dict[str, Any] = json.loads(result.stdout)
+            return document
+
+        alarms = {a["alarm"]: a for a in status()["canary_alarms"]}
+        assert sorted(alarms) == [f"alpha/{NEW}/error-rate", f"alpha/{NEW}/p99-latency"]
+        assert alarms[f"alpha/{NEW}/error-rate"]["state"] == "ALARM"
+        assert not any(a["canary_ended"] for a in alarms.values())
+
+        # WHEN the rollback function takes the canary out (EventBridge would run it)
+        event = json.loads((Path(__file__).parents[1] / "events" / "canary_alarm.json").read_text())
+        event["detail"]["alarmName"] = error_rate
+        for metric in event["detail"]["configuration"]["metrics"]:
+            if "metricStat" in metric:
+                metric["metricStat"]["metric"]["dimensions"]["Endpoint"] = "ep-seen"
+        done = rollback_function.roll_back(
+            event,
+            boto3.client("s3"),
+            bucket=bucket_of(settings),
+            key="models/manifest.json",
+            endpoint="ep-seen",
+        )
+        assert done["action"] == "rolled-back"
+
+        # THEN status marks both alarms as left over from an ended canary
+        assert all(a["canary_ended"] for a in status()["canary_alarms"])
+        text = runner.invoke(app, ["status", "--stage", "seen"], env={"COLUMNS": "200"})
+        assert text.exit_code == 0, text.output
+        assert "canary ended; the next deploy up, promote or rollback deletes it" in text.output
+        assert f"alpha/{NEW}/error-rate" in text.output
