@@ -39,6 +39,11 @@ REVIEWED: dict[str, str] = {
         "the front door is pinned to python3.12 on purpose: a runtime bump is a reviewed "
         "change (the asset's compiled wheels are built for it: deploy_infra/lambda_bundle.py)"
     ),
+    "canary-alarms-prefix": (
+        "the canary-rollback function deletes the alarms of the canary it rolled back; their "
+        "names are made per canary at release time, so the grant is limited to the endpoint's "
+        "canary-alarm prefix"
+    ),
     "python-runtime-rollback": (
         "the canary-rollback function is pinned to python3.12 with the front door: a runtime "
         "bump is a reviewed change for both"

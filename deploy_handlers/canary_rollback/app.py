@@ -10,7 +10,11 @@ manifest back with `If-Match: <ETag read>`: a publish that happened meanwhile
 is never overwritten. It then reads again and retries, up to `ATTEMPTS` times,
 and fails (EventBridge's asynchronous invocation retries it) if it still loses.
 Anything else (another state, another endpoint, a canary already promoted,
-rolled back or replaced) is reported and left alone.
+rolled back or replaced) is reported and left alone. Once the canary is
+rolled back, its alarms (this one and its siblings: the same name but for the
+kind after the last "/", kinds from CANARY_ALARM_KINDS) are deleted, since no
+call reaches that version any more; if that fails the rollback stands and
+the next publish deletes them.
 
 Standard library and boto3 only. The manifest is edited as JSON, its other
 keys kept as they are: the function only removes one key.
@@ -38,12 +42,15 @@ class RollbackError(Exception):
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     import boto3
 
+    kinds = tuple(kind for kind in os.environ.get("CANARY_ALARM_KINDS", "").split(",") if kind)
     outcome = roll_back(
         event,
         boto3.client("s3"),
         bucket=os.environ["MODEL_STORE_BUCKET"],
         key=os.environ["MANIFEST_KEY"],
         endpoint=os.environ["ENDPOINT_NAME"],
+        cloudwatch=boto3.client("cloudwatch"),
+        alarm_kinds=kinds,
     )
     print(json.dumps(outcome, sort_keys=True))  # one line in the function's log
     return outcome
@@ -63,10 +70,31 @@ def alarm_dimensions(detail: dict[str, Any]) -> dict[str, str]:
     return found
 
 
+def delete_alarms(cloudwatch: Any, alarm: str, kinds: tuple[str, ...]) -> dict[str, Any]:
+    """Delete the rolled-back canary's alarms: `alarm` and its siblings of `kinds`."""
+    stem, _, kind = alarm.rpartition("/")
+    if not stem or kind not in kinds:
+        return {"alarms_left": [alarm], "alarms_reason": "not named as a canary alarm"}
+    names = [f"{stem}/{each}" for each in kinds]
+    try:
+        cloudwatch.delete_alarms(AlarmNames=names)
+    except Exception as exc:  # the rollback stands; the next publish deletes them
+        return {"alarms_left": names, "alarms_reason": str(exc)}
+    return {"alarms_deleted": names}
+
+
 def roll_back(
-    event: dict[str, Any], s3: Any, *, bucket: str, key: str, endpoint: str
+    event: dict[str, Any],
+    s3: Any,
+    *,
+    bucket: str,
+    key: str,
+    endpoint: str,
+    cloudwatch: Any = None,
+    alarm_kinds: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """What the event asks, done: {"action": "rolled-back" | "ignored", ...}."""
+    """What the event asks, done: {"action": "rolled-back" | "ignored", ...}; with a
+    CloudWatch client and the alarm kinds, a rolled-back canary's alarms are deleted."""
     detail = event.get("detail") or {}
     alarm = str(detail.get("alarmName", ""))
     base = {"alarm": alarm, "manifest": f"s3://{bucket}/{key}"}
@@ -119,13 +147,16 @@ def roll_back(
             if code not in CONFLICT_CODES:
                 raise
             continue  # another publish won: read it and decide again
-        return {
+        done = {
             **base,
             "action": "rolled-back",
             "percent": canary.get("percent"),
             "live": entry.get("target_model"),
             "attempts": attempt,
         }
+        if cloudwatch is not None and alarm_kinds:
+            done |= delete_alarms(cloudwatch, alarm, alarm_kinds)
+        return done
     raise RollbackError(
         f"s3://{bucket}/{key}: the manifest changed since it was read (another deploy "
         f"published it) on each of {ATTEMPTS} attempts; model {model}'s canary {target} "

@@ -8,21 +8,26 @@ with a conditional write. Nothing runs between events: the release pipeline
 may have ended long before an alarm fires.
 
 The function may read and write the one manifest object (and use the model
-store's key to do so) and write its own log group; nothing else.
+store's key to do so), delete the endpoint's canary alarms (once a canary is
+rolled back, nothing should watch it) and write its own log group; nothing
+else.
 """
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+import re
+
+from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
+from cdk_nag import RegexAppliesTo
 from constructs import Construct
 
-from deploy.lifecycle.canary_alarms import alarm_prefix
+from deploy.lifecycle.canary_alarms import KINDS, alarm_prefix
 from deploy_infra.constructs.log_key import LogKey
 from deploy_infra.lambda_bundle import HANDLERS_DIR
 from deploy_infra.nag import suppress
@@ -48,6 +53,12 @@ class CanaryRollback(Construct):
         super().__init__(scope, construct_id)
         log_key = LogKey(self, "LogKey", names=(LOG_NAME,), purpose="canary rollback")
         function_logs = log_key.log_group(self, "FunctionLogs", name=LOG_NAME)
+        alarms = Stack.of(self).format_arn(
+            service="cloudwatch",
+            resource="alarm",
+            resource_name=f"{alarm_prefix(endpoint_name)}*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
         role = iam.Role(
             self,
             "Role",
@@ -65,6 +76,11 @@ class CanaryRollback(Construct):
                             sid="ManifestKey",
                             actions=["kms:Decrypt", "kms:GenerateDataKey"],
                             resources=[key.key_arn],
+                        ),
+                        iam.PolicyStatement(
+                            sid="DeleteCanaryAlarms",
+                            actions=["cloudwatch:DeleteAlarms"],
+                            resources=[alarms],
                         ),
                         iam.PolicyStatement(
                             sid="WriteLogs",
@@ -90,10 +106,23 @@ class CanaryRollback(Construct):
                 "ENDPOINT_NAME": endpoint_name,
                 "MODEL_STORE_BUCKET": bucket.bucket_name,
                 "MANIFEST_KEY": manifest_key,
+                "CANARY_ALARM_KINDS": ",".join(KINDS),
             },
             description=f"Rolls back a model canary of endpoint {endpoint_name} on its alarm",
         )
         suppress(self.function, "L1", "python-runtime-rollback")
+        suppress(
+            role,
+            "IAM5",
+            "canary-alarms-prefix",
+            applies_to=[
+                RegexAppliesTo(
+                    # Partition, region and account: tokens, or the stage's own values.
+                    regex=r"/^Resource::arn:[^:]+:cloudwatch:[^:]+:[^:]+:alarm:"
+                    rf"{re.escape(alarm_prefix(endpoint_name))}\*$/"
+                )
+            ],
+        )
         self.rule = events.Rule(
             self,
             "AlarmRule",

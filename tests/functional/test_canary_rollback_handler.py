@@ -198,3 +198,52 @@ def test_the_p99_alarm_a_single_metric_alarm_rolls_back_too(bucket: str) -> None
     ]
     assert app.handler(event, None)["action"] == "rolled-back"
     assert "canary" not in published(bucket)[0]["models"]["alpha"]
+
+
+def test_a_rolled_back_canarys_alarms_are_deleted_and_no_others(
+    bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With CANARY_ALARM_KINDS (the endpoint stack sets it), the function deletes the
+    alarms of the canary it rolled back, both kinds; another canary's alarms stay."""
+    from deploy.lifecycle.canary_alarms import (
+        KINDS,
+        CanaryThresholds,
+        alarm_definitions,
+        alarm_name,
+    )
+
+    monkeypatch.setenv("CANARY_ALARM_KINDS", ",".join(KINDS))
+    cloudwatch = boto3.client("cloudwatch")
+    other = "beta-" + "5" * 16 + ".tar.gz"
+    thresholds = CanaryThresholds(0.1, 100, 60)
+    for model, target in (("alpha", NEW), ("beta", other)):
+        for request in alarm_definitions("ep-handler", model, target, thresholds):
+            cloudwatch.put_metric_alarm(**request)
+    publish(bucket, canary_manifest())
+    assert EVENT["detail"]["alarmName"] == alarm_name("ep-handler", "alpha", NEW, KINDS[0])
+
+    outcome = app.handler(copy.deepcopy(EVENT), None)
+
+    assert outcome["action"] == "rolled-back", outcome
+    ours = sorted(alarm_name("ep-handler", "alpha", NEW, kind) for kind in KINDS)
+    assert sorted(outcome["alarms_deleted"]) == ours
+    left = cloudwatch.describe_alarms(AlarmNamePrefix="deploy-canary-ep-handler/")
+    assert sorted(a["AlarmName"] for a in left["MetricAlarms"]) == sorted(
+        alarm_name("ep-handler", "beta", other, kind) for kind in KINDS
+    )
+
+
+def test_alarms_that_cannot_be_deleted_leave_the_rollback_standing(bucket: str) -> None:
+    publish(bucket, canary_manifest())
+    outcome = app.roll_back(
+        copy.deepcopy(EVENT),
+        boto3.client("s3"),
+        bucket=bucket,
+        key=KEY,
+        endpoint="ep-handler",
+        cloudwatch=boto3.client("cloudwatch", endpoint_url="http://127.0.0.1:9"),  # refused
+        alarm_kinds=("error-rate", "p99-latency"),
+    )
+    assert outcome["action"] == "rolled-back", outcome
+    assert len(outcome["alarms_left"]) == 2 and outcome["alarms_reason"], outcome
+    assert "canary" not in published(bucket)[0]["models"]["alpha"]

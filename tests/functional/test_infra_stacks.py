@@ -1292,11 +1292,24 @@ def test_canary_alarms_run_the_rollback_function_with_the_manifest_only(gpu_stag
         and r["Properties"].get("Policies", [{}])[0].get("PolicyName") == "canary-rollback"
     )
     statements = {s["Sid"]: s for s in role["Policies"][0]["PolicyDocument"]["Statement"]}
-    assert sorted(statements) == ["ManifestKey", "RewriteManifest", "WriteLogs"]
+    assert sorted(statements) == [
+        "DeleteCanaryAlarms",
+        "ManifestKey",
+        "RewriteManifest",
+        "WriteLogs",
+    ]
     manifest = statements["RewriteManifest"]
     assert manifest["Action"] == ["s3:GetObject", "s3:PutObject"]
     assert json.dumps(manifest["Resource"]).endswith('"/models/manifest.json"]]}'), manifest
     assert statements["ManifestKey"]["Action"] == ["kms:Decrypt", "kms:GenerateDataKey"]
+    # The rolled-back canary's alarms: only this endpoint's canary alarms may be deleted.
+    alarms = statements.pop("DeleteCanaryAlarms")
+    assert alarms["Action"] == "cloudwatch:DeleteAlarms"
+    assert (
+        alarms["Resource"]
+        == "arn:aws:cloudwatch:us-east-1:000000000000:alarm:deploy-canary-triton-gpu/*"
+    )
+    assert function["Environment"]["Variables"]["CANARY_ALARM_KINDS"] == "error-rate,p99-latency"
     assert "*" not in json.dumps([s["Resource"] for s in statements.values()])
     # Its asset is the handler alone: standard library and boto3, no front door, no wheels.
     asset = gpu_stage.outdir / f"asset.{function['Code']['S3Key'].removesuffix('.zip')}"

@@ -433,9 +433,9 @@ def test_up_watch_prints_the_split_and_exits_1_when_the_canary_is_rolled_back(
 def test_status_lists_the_canary_alarms_and_which_canaries_ended(
     moto_env: str, tmp_path: Path
 ) -> None:
-    """`deploy status` shows each canary alarm's state; once the rollback function has
-    taken the canary out of the manifest, its alarms are marked as left over (the
-    next publish deletes them)."""
+    """`deploy status` shows each canary alarm's state; once the canary is out of the
+    manifest, alarms still there (here the function runs without its CloudWatch
+    client, as when deleting them failed) are marked as left over."""
     from deploy_handlers.canary_rollback import app as rollback_function
 
     config = tmp_path / "deploy.toml"
