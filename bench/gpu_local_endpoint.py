@@ -82,15 +82,18 @@ TARGET_CELL = "x1/batch_8/concurrency_8"  # one instance
 TARGET_MIN_ROUNDS = 3
 LATENCY_CELL = "batch_1/concurrency_1"
 MAX_CLIENT_PROCESSES = 8
+# ResNet-50's tensors (and the no-work model's), with the default dynamic batching.
+TENSORS = """
+input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 3, 224, 224 ] } ]
+output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 1000 ] },
+         { name: "OUTPUT__1" data_type: TYPE_FP32 dims: [ 1 ] } ]
+dynamic_batching { }
+"""
 CONFIG = """
 name: "{name}"
 platform: "pytorch_libtorch"
 max_batch_size: {max_batch}
-input [ {{ name: "INPUT__0" data_type: TYPE_FP32 dims: [ 3, 224, 224 ] }} ]
-output [ {{ name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 1000 ] }},
-         {{ name: "OUTPUT__1" data_type: TYPE_FP32 dims: [ 1 ] }} ]
 instance_group [ {{ kind: KIND_GPU count: {instances} }} ]
-dynamic_batching {{ }}
 """
 PARAMETER = 'parameters {{ key: "{key}" value: {{ string_value: "{value}" }} }}\n'
 # The serving path's own ceiling: the same requests to a model that does no work.
@@ -99,12 +102,8 @@ NO_WORK_CONFIG = f"""
 name: "{NO_WORK}"
 backend: "python"
 max_batch_size: {MAX_BATCH}
-input [ {{ name: "INPUT__0" data_type: TYPE_FP32 dims: [ 3, 224, 224 ] }} ]
-output [ {{ name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 1000 ] }},
-         {{ name: "OUTPUT__1" data_type: TYPE_FP32 dims: [ 1 ] }} ]
 instance_group [ {{ kind: KIND_CPU count: 1 }} ]
-dynamic_batching {{ }}
-"""
+{TENSORS}"""
 NO_WORK_MODEL = """
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -212,6 +211,7 @@ def write_repository(
             (folder / "1" / "model.pt").write_bytes(first.read_bytes())
         (folder / "config.pbtxt").write_text(
             CONFIG.format(name=name, max_batch=MAX_BATCH, instances=count)
+            + TENSORS
             + "".join(
                 PARAMETER.format(key=key, value=value) for key, value in (parameters or {}).items()
             )
@@ -576,9 +576,10 @@ def main() -> None:
         for key, cells in served_rounds.items()
     }
     against_ceiling = {key: _per_round(cells, ceiling) for key, cells in served_rounds.items()}
+    requests_at_target = TARGET_CELL.split("/", 1)[1]  # the cell without its instances
     serving_path = {}
     if no_work_rounds and TARGET_CELL in served_rounds:
-        raw_at_target = raw_rounds[TARGET_CELL.split("/", 1)[1]]
+        raw_at_target = raw_rounds[requests_at_target]
         serving_path = {
             "no_work_rounds": no_work_rounds,
             "ratio_endpoint_to_no_work_by_round": _per_round(
@@ -639,7 +640,7 @@ def main() -> None:
         "ratio_endpoint_to_raw_torch_ceiling_by_round": against_ceiling,
         "added_latency_batch_1_concurrency_1": added_latency,
         # The target cell's requests to a model doing no work, alternating with it.
-        **({f"serving_path_{TARGET_CELL.split('/', 1)[1]}": serving_path} if serving_path else {}),
+        **({f"serving_path_{requests_at_target}": serving_path} if serving_path else {}),
         "ratios_at_concurrency_8": at_target,
         "target": {
             "cell": TARGET_CELL,

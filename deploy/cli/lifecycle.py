@@ -215,9 +215,9 @@ def _up_local(
     # the stage's `hosting` setting, else the default mode.
     mode = mode_named(hosting or settings.hosting or default_mode().name)
     if scale_to_zero_after is not None and not (mode.local and mode.local.idle_unload):
-        from deploy.hosting import MODES
+        from deploy.hosting import local_modes
 
-        unloading = " or ".join(n for n, m in MODES.items() if m.local and m.local.idle_unload)
+        unloading = local_modes(lambda serving: serving.idle_unload)
         raise typer.BadParameter(
             f"it applies to hosting {unloading}; this run's hosting is {mode.name}",
             param_hint="--scale-to-zero-after",

@@ -204,19 +204,18 @@ def serve(
             reject(ctx, {"profile": "--profile"}, because="to a store on this machine")
         # What boto3 reads for the store's S3 client, as `AWS_PROFILE=... deploy serve`.
         os.environ["AWS_PROFILE"] = profile
-    from deploy.hosting import MODES
+    from deploy.hosting import MODES, local_modes
     from deploy.hosting.limits import MIB, REALTIME_MAX_REQUEST
 
-    served = [name for name, each in MODES.items() if each.local is not None]
     hosting = MODES.get(mode)
     if hosting is None or hosting.local is None:
         raise typer.BadParameter(
-            f"{mode!r}: this version serves {' or '.join(served)} locally",
+            f"{mode!r}: this version serves {local_modes(lambda serving: True)} locally",
             param_hint="--hosting/--mode",
         )
     local = hosting.local
     if not local.through_s3:
-        through_s3 = " or ".join(n for n, m in MODES.items() if m.local and m.local.through_s3)
+        through_s3 = local_modes(lambda serving: serving.through_s3)
         reject(
             ctx,
             {
@@ -234,7 +233,7 @@ def serve(
             param_hint="--async-output",
         )
     if not local.idle_unload:
-        unloading = " or ".join(n for n, m in MODES.items() if m.local and m.local.idle_unload)
+        unloading = local_modes(lambda serving: serving.idle_unload)
         reject(
             ctx,
             {"scale_to_zero_after": "--scale-to-zero-after"},

@@ -25,14 +25,14 @@ the mode, never its name (`make lint` runs tools/mode_names.py).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from deploy.client.manifest import HOSTINGS, MULTI_MODEL, SINGLE_MODEL
 from deploy.errors import ConfigError
 from deploy.hosting import asynchronous, components, multi_model, serverless, single_model
 from deploy.hosting.layout import Diff, Layout, StagePackage, StoredFile
-from deploy.hosting.mode import HostingMode
+from deploy.hosting.mode import HostingMode, LocalServing
 
 if TYPE_CHECKING:
     from deploy.config import DeploySettings
@@ -47,6 +47,7 @@ __all__ = [
     "StoredFile",
     "default_hosting",
     "default_mode",
+    "local_modes",
     "mode_for",
     "mode_named",
 ]
@@ -61,6 +62,12 @@ MODES: Mapping[str, HostingMode] = {
         components.MODE,
     )
 }
+
+
+def local_modes(where: Callable[[LocalServing], bool]) -> str:
+    """The modes whose local endpoint is `where` (an error's "it applies to ..."),
+    joined with "or"."""
+    return " or ".join(name for name, mode in MODES.items() if mode.local and where(mode.local))
 
 
 def default_hosting(instance_type: str) -> str:

@@ -194,6 +194,31 @@ def wait_for(condition: Any, timeout: float, what: str) -> None:
         time.sleep(0.2)
 
 
+def copies(port: int) -> dict[str, int]:
+    """Each component's copies, as the endpoint's GET /models lists them."""
+    listing = json.loads(get(port, "/models")[1])
+    return {name: entry["copies"] for name, entry in listing["components"].items()}
+
+
+def qa_stage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, list[str]]:
+    """A project in `tmp_path` whose stage `qa` has `scorer` at min_copies 0, a free
+    local port, and the `deploy up --local` arguments for it (components, JSON)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DEPLOY_LOCAL_PORT", str(port))
+    monkeypatch.delenv("DEPLOY_STAGE", raising=False)
+    write_repository(tmp_path / "models")
+    (tmp_path / "deploy.toml").write_text("[stages.qa.models.scorer]\nmin_copies = 0\n")
+    monkeypatch.setenv("DEPLOY_CONFIG", str(tmp_path / "deploy.toml"))
+    up = ["up", "--local", "--stage", "qa", "--hosting", "components", "--json"]
+    up += ["--repository", "models", "--package-dir", "build", "--timeout", "180"]
+    return port, up
+
+
 def test_deploy_serve_scales_a_component_to_zero_and_back_on_a_call(
     repository: Path, tmp_path: Path
 ) -> None:
@@ -241,12 +266,8 @@ def test_deploy_serve_scales_a_component_to_zero_and_back_on_a_call(
         url = json.loads(state.read_text())["url"]
         port = int(url.rsplit(":", 1)[1])
 
-        def copies() -> dict[str, int]:
-            listing = json.loads(get(port, "/models")[1])
-            return {name: s["copies"] for name, s in listing["components"].items()}
-
-        wait_for(lambda: copies()[f"{ENDPOINT}-scorer"] == 0, 60, "scorer to scale to zero")
-        assert copies()[f"{ENDPOINT}-detector"] == 1  # min_copies 1: never scaled in
+        wait_for(lambda: copies(port)[f"{ENDPOINT}-scorer"] == 0, 60, "scorer to scale to zero")
+        assert copies(port)[f"{ENDPOINT}-detector"] == 1  # min_copies 1: never scaled in
 
         runtime = runtime_client(url)
         with pytest.raises(runtime.exceptions.ValidationError, match=NO_CAPACITY) as raised:
@@ -263,7 +284,7 @@ def test_deploy_serve_scales_a_component_to_zero_and_back_on_a_call(
         with Endpoint(ENDPOINT, endpoint_url=url, region="us-east-1", retries=patient) as sdk:
             result = sdk.infer("scorer", {"INPUT0": A, "INPUT1": B})
         np.testing.assert_array_equal(result["OUTPUT0"], A + B)
-        assert copies()[f"{ENDPOINT}-scorer"] == 1
+        assert copies(port)[f"{ENDPOINT}-scorer"] == 1
         np.testing.assert_array_equal(call(runtime, f"{ENDPOINT}-scorer")["OUTPUT1"], A - B)
     finally:
         process.send_signal(signal.SIGINT)
@@ -284,25 +305,13 @@ def test_deploy_up_local_makes_smoke_tests_and_publishes_components(
     call without one), the published manifest names them with the component
     addressing, and the endpoint holds the stage's min_copies. A second run changes
     nothing; changing one model updates and smoke-tests only its component."""
-    import socket
-
     from typer.testing import CliRunner
 
     from deploy.cli import app
     from deploy.client.manifest import INFERENCE_COMPONENT_HEADER, Manifest
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("DEPLOY_LOCAL_PORT", str(port))
-    monkeypatch.delenv("DEPLOY_STAGE", raising=False)
-    write_repository(tmp_path / "models")
-    (tmp_path / "deploy.toml").write_text("[stages.qa.models.scorer]\nmin_copies = 0\n")
-    monkeypatch.setenv("DEPLOY_CONFIG", str(tmp_path / "deploy.toml"))
+    port, up = qa_stage(tmp_path, monkeypatch)
     runner = CliRunner()
-    up = ["up", "--local", "--stage", "qa", "--hosting", "components", "--json"]
-    up += ["--repository", "models", "--package-dir", "build", "--timeout", "180"]
     components = {"detector": "local-detector", "scorer": "local-scorer"}
 
     def deploy_up() -> dict[str, Any]:
@@ -376,35 +385,18 @@ def test_deploy_up_local_starts_the_endpoint_with_scale_to_zero_after(
     endpoint that unloads `scorer` (min_copies 0) once idle and keeps `detector`;
     a later run asking for another value is refused with the fix (the running
     endpoint keeps its setting), and one asking for the same value goes on."""
-    import socket
-
     from typer.testing import CliRunner
 
     from deploy.cli import app
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("DEPLOY_LOCAL_PORT", str(port))
-    monkeypatch.delenv("DEPLOY_STAGE", raising=False)
-    write_repository(tmp_path / "models")
-    (tmp_path / "deploy.toml").write_text("[stages.qa.models.scorer]\nmin_copies = 0\n")
-    monkeypatch.setenv("DEPLOY_CONFIG", str(tmp_path / "deploy.toml"))
+    port, up = qa_stage(tmp_path, monkeypatch)
     runner = CliRunner()
-    up = ["up", "--local", "--stage", "qa", "--hosting", "components", "--json"]
-    up += ["--repository", "models", "--package-dir", "build", "--timeout", "180"]
-
-    def copies() -> dict[str, int]:
-        listing = json.loads(get(port, "/models")[1])
-        return {name: entry["copies"] for name, entry in listing["components"].items()}
-
     try:
         first = runner.invoke(app, [*up, "--scale-to-zero-after", "2"])
         assert first.exit_code == 0, first.output
         assert json.loads(get(port, "/models")[1])["scale_to_zero_after"] == 2
-        wait_for(lambda: copies()["local-scorer"] == 0, 60, "scorer to scale to zero")
-        assert copies()["local-detector"] == 1  # min_copies 1: never scaled in
+        wait_for(lambda: copies(port)["local-scorer"] == 0, 60, "scorer to scale to zero")
+        assert copies(port)["local-detector"] == 1  # min_copies 1: never scaled in
 
         other = runner.invoke(app, [*up, "--scale-to-zero-after", "5"])
         assert other.exit_code == 1, other.output

@@ -121,6 +121,19 @@ def read_manifest(settings: DeploySettings) -> tuple[dict[str, Any], str]:
     return json.loads(response["Body"].read()), str(response["ETag"])
 
 
+def alarm_event(endpoint: str, alarm: str | None = None) -> dict[str, Any]:
+    """AWS's sample "CloudWatch Alarm State Change" event (entering ALARM) for a canary
+    alarm of `endpoint` (named `alarm`, if given)."""
+    path = Path(__file__).parents[1] / "events" / "canary_alarm.json"
+    event: dict[str, Any] = json.loads(path.read_text())
+    if alarm is not None:
+        event["detail"]["alarmName"] = alarm
+    for metric in event["detail"]["configuration"]["metrics"]:
+        if "metricStat" in metric:
+            metric["metricStat"]["metric"]["dimensions"]["Endpoint"] = endpoint
+    return event
+
+
 def canary_alarms(endpoint: str) -> list[dict[str, Any]]:
     response = boto3.client("cloudwatch").describe_alarms(AlarmNamePrefix=alarm_prefix(endpoint))
     return list(response["MetricAlarms"])
@@ -320,10 +333,7 @@ def test_watch_shows_the_split_and_alarms_until_the_function_rolls_the_canary_ba
     provider.published_manifest()
     provider.publish_manifest(contract.dump(contract.parse(canary_manifest(), "test")))
     error_rate = f"deploy-canary-ep-watch/alpha/{NEW}/error-rate"
-    event = json.loads((Path(__file__).parents[1] / "events" / "canary_alarm.json").read_text())
-    for metric in event["detail"]["configuration"]["metrics"]:
-        if "metricStat" in metric:
-            metric["metricStat"]["metric"]["dimensions"]["Endpoint"] = "ep-watch"
+    event = alarm_event("ep-watch")
     polls: list[Any] = []
 
     def sleep(seconds: float) -> None:
@@ -469,13 +479,8 @@ def test_status_lists_the_canary_alarms_and_which_canaries_ended(
         assert not any(a["canary_ended"] for a in alarms.values())
 
         # WHEN the rollback function takes the canary out (EventBridge would run it)
-        event = json.loads((Path(__file__).parents[1] / "events" / "canary_alarm.json").read_text())
-        event["detail"]["alarmName"] = error_rate
-        for metric in event["detail"]["configuration"]["metrics"]:
-            if "metricStat" in metric:
-                metric["metricStat"]["metric"]["dimensions"]["Endpoint"] = "ep-seen"
         done = rollback_function.roll_back(
-            event,
+            alarm_event("ep-seen", error_rate),
             boto3.client("s3"),
             bucket=bucket_of(settings),
             key="models/manifest.json",
