@@ -36,8 +36,12 @@ one thread). In the same rounds, the target cell's requests also go to a
 python-backend model that does no work (`no_work`: ResNet-50's answer shapes,
 zeros), through the same front end and tritonserver: what the serving path
 itself gives at this request size (4.8 MB a request at batch 8), against
-which both the endpoint and raw torch are reported. The JSON names the
-machine, driver, torch and the git commit.
+which both the endpoint and raw torch are reported. Both models also take the
+same requests straight at tritonserver's SageMaker port, past the front end
+(`direct`: the path a SageMaker host's own HTTP hop takes to the container,
+with nothing of ours in front), so the front end's share and tritonserver's
+own ceiling at this request size are measured in the same rounds. The JSON
+names the machine, driver, torch and the git commit.
 `--profile-adapter` has the adapter log where each model call's time goes
 (DEPLOY_ADAPTER_PROFILE, every 100 calls; kept as `adapter_profile`), and
 `--triton-log FILE` keeps tritonserver's log. `--model small` swaps
@@ -144,7 +148,7 @@ def invoke(
     the answer's status, body and Content-Type."""
     connection.request(
         "POST",
-        "/endpoints/local/invocations",
+        INVOCATIONS,
         body=request.body,
         headers={"Content-Type": request.content_type, "X-Amzn-SageMaker-Target-Model": target},
     )
@@ -225,6 +229,7 @@ def write_repository(
 # -- load through the endpoint -------------------------------------------------
 def _client_process(
     url: str,
+    path: str,
     target: str,
     batch: int,
     threads: int,
@@ -250,9 +255,7 @@ def _client_process(
             sent = time.perf_counter()
             if sent >= stop:
                 break
-            connection.request(
-                "POST", "/endpoints/local/invocations", body=request.body, headers=headers
-            )
+            connection.request("POST", path, body=request.body, headers=headers)
             response = connection.getresponse()
             body = response.read()
             done = time.perf_counter()
@@ -287,9 +290,20 @@ def _client_process(
     )
 
 
+INVOCATIONS = "/endpoints/local/invocations"
+
+
 def drive_endpoint(
-    url: str, target: str, batch: int, concurrency: int, warmup: float, seconds: float
+    url: str,
+    target: str,
+    batch: int,
+    concurrency: int,
+    warmup: float,
+    seconds: float,
+    path: str = INVOCATIONS,
 ) -> dict[str, Any]:
+    """Load `url` with `concurrency` clients; `path`: the front end's invocations, or a
+    model's path on tritonserver's SageMaker port (`direct`)."""
     context = multiprocessing.get_context("spawn")
     processes = min(concurrency, MAX_CLIENT_PROCESSES)
     shares = [concurrency // processes + (i < concurrency % processes) for i in range(processes)]
@@ -297,7 +311,7 @@ def drive_endpoint(
     workers = [
         context.Process(
             target=_client_process,
-            args=(url, target, batch, share, warmup, seconds, ready, go, results),
+            args=(url, path, target, batch, share, warmup, seconds, ready, go, results),
         )
         for share in shares
     ]
@@ -502,7 +516,10 @@ def main() -> None:
         with LocalEndpoint(
             root / "store",
             work_dir=root / "work",
-            options=EndpointOptions(invoke_timeout=120, triton_log=args.triton_log),
+            # `direct` cells call tritonserver's port from this user's client processes.
+            options=EndpointOptions(
+                invoke_timeout=120, triton_log=args.triton_log, triton_clients="user"
+            ),
         ) as endpoint:
             # Load every variant, and check the served answer against raw torch's.
             probe = _images(8, seed=7)
@@ -517,6 +534,19 @@ def main() -> None:
                 served = np.asarray(decode(body, content_type).outputs["OUTPUT__0"])
                 differences[f"x{count}"] = float(np.max(np.abs(served - raw.call(probe))))
                 connection.close()
+            # tritonserver's SageMaker port, and the path there of each model (`direct`).
+            connection = _connect(host, port, 300)
+            status, body, _ = invoke(connection, no_work, request)
+            if status != 200:
+                raise SystemExit(f"{NO_WORK}: HTTP {status}: {body[:500]!r}")
+            connection.request("GET", "/models")
+            listing = json.loads(connection.getresponse().read())
+            connection.close()
+            triton_url = f"http://127.0.0.1:{listing['triton_port']}"
+            direct_path = {
+                model["target_model"]: f"/models/{model['hash']}/invoke"
+                for model in listing["loaded"]
+            }
             log = Path(endpoint.supervisor.log_path).read_text(errors="replace")
             adapter_lines = [
                 re.sub(r"^.*deploy adapter: ", "", line.strip()).rstrip('"')
@@ -532,7 +562,13 @@ def main() -> None:
             served_rounds: dict[str, list[dict[str, Any]]] = {}
             raw_rounds: dict[str, list[dict[str, Any]]] = {}
             ceiling: list[dict[str, Any]] = []
-            no_work_rounds: list[dict[str, Any]] = []
+            # The target cell's requests on the serving path alone: the no-work model
+            # through the front end and straight at tritonserver, ResNet-50 straight.
+            serving_path_rounds: dict[str, list[dict[str, Any]]] = {
+                NO_WORK: [],
+                f"{NO_WORK}/direct": [],
+                "x1/direct": [],
+            }
             for round_index in range(args.rounds):
                 order = ["endpoint", "raw"] if round_index % 2 == 0 else ["raw", "endpoint"]
                 for part in order:
@@ -551,12 +587,19 @@ def main() -> None:
                                 )
                                 served_rounds.setdefault(key, []).append(cell)
                                 print(key, cell, file=sys.stderr, flush=True)
-                            if f"x1/batch_{batch}/concurrency_{level}" == TARGET_CELL:
+                            if f"x1/batch_{batch}/concurrency_{level}" != TARGET_CELL:
+                                continue
+                            for name, url, target in (
+                                (NO_WORK, endpoint.url, no_work),
+                                (f"{NO_WORK}/direct", triton_url, no_work),
+                                ("x1/direct", triton_url, targets[1]),
+                            ):
+                                path = direct_path[target] if url == triton_url else INVOCATIONS
                                 cell = drive_endpoint(
-                                    endpoint.url, no_work, batch, level, args.warmup, args.seconds
+                                    url, target, batch, level, args.warmup, args.seconds, path
                                 )
-                                no_work_rounds.append(cell)
-                                print(NO_WORK, cell, file=sys.stderr, flush=True)
+                                serving_path_rounds[name].append(cell)
+                                print(name, cell, file=sys.stderr, flush=True)
                 ceiling.append(raw.drive(MAX_BATCH, 1, args.warmup, args.seconds))
             log = Path(endpoint.supervisor.log_path).read_text(errors="replace")
             profile_lines = [
@@ -578,14 +621,27 @@ def main() -> None:
     against_ceiling = {key: _per_round(cells, ceiling) for key, cells in served_rounds.items()}
     requests_at_target = TARGET_CELL.split("/", 1)[1]  # the cell without its instances
     serving_path = {}
+    no_work_rounds = serving_path_rounds[NO_WORK]
     if no_work_rounds and TARGET_CELL in served_rounds:
         raw_at_target = raw_rounds[requests_at_target]
+        no_work_direct = serving_path_rounds[f"{NO_WORK}/direct"]
+        endpoint_direct = serving_path_rounds["x1/direct"]
         serving_path = {
             "no_work_rounds": no_work_rounds,
+            "no_work_direct_rounds": no_work_direct,
+            "endpoint_direct_rounds": endpoint_direct,
             "ratio_endpoint_to_no_work_by_round": _per_round(
                 served_rounds[TARGET_CELL], no_work_rounds
             ),
             "ratio_raw_torch_to_no_work_by_round": _per_round(raw_at_target, no_work_rounds),
+            # tritonserver alone, no front end: with no model work, and with ResNet-50.
+            "ratio_raw_torch_to_no_work_direct_by_round": _per_round(raw_at_target, no_work_direct),
+            "ratio_endpoint_direct_to_raw_torch_by_round": _per_round(
+                endpoint_direct, raw_at_target
+            ),
+            "ratio_endpoint_to_endpoint_direct_by_round": _per_round(
+                served_rounds[TARGET_CELL], endpoint_direct
+            ),
         }
     at_target = {
         key: value

@@ -71,7 +71,18 @@ def test_quick_gpu_bench_run_reports_every_cell_and_round(tmp_path: Path) -> Non
     path = report["serving_path_batch_8/concurrency_8"]
     assert len(path["no_work_rounds"]) == 1 and path["no_work_rounds"][0]["requests"] > 0, path
     assert path["no_work_rounds"][0]["mean_images_per_model_call"] >= 8, path
-    for name in ("ratio_endpoint_to_no_work_by_round", "ratio_raw_torch_to_no_work_by_round"):
+    # The same requests straight at tritonserver's port (past the front end), both models:
+    # a direct call is answered by the model (its call-size output), not refused.
+    for name in ("no_work_direct_rounds", "endpoint_direct_rounds"):
+        assert len(path[name]) == 1 and path[name][0]["requests"] > 0, path
+        assert path[name][0]["mean_images_per_model_call"] >= 8, path
+    for name in (
+        "ratio_endpoint_to_no_work_by_round",
+        "ratio_raw_torch_to_no_work_by_round",
+        "ratio_raw_torch_to_no_work_direct_by_round",
+        "ratio_endpoint_direct_to_raw_torch_by_round",
+        "ratio_endpoint_to_endpoint_direct_by_round",
+    ):
         assert len(path[name]["each_round"]) == 1 and path[name]["median"] > 0, path
     assert report["target"]["met"] is False, report["target"]
     assert report["git"]["commit"], report["git"]
