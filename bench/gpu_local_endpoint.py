@@ -34,13 +34,14 @@ reported: each cell against `raw_torch_ceiling`, and the latency the endpoint
 adds at batch 1 and concurrency 1 (its p50 less raw torch's time per call,
 one thread). In the same rounds, the target cell's requests also go to a
 python-backend model that does no work (`no_work`: ResNet-50's answer shapes,
-zeros), through the same front end and tritonserver: what the serving path
-itself gives at this request size (4.8 MB a request at batch 8), against
-which both the endpoint and raw torch are reported. Both models also take the
-same requests straight at tritonserver's SageMaker port, past the front end
-(`direct`: the path a SageMaker host's own HTTP hop takes to the container,
-with nothing of ours in front), so the front end's share and tritonserver's
-own ceiling at this request size are measured in the same rounds. The JSON
+zeros), through the same front end and tritonserver, against which both the
+endpoint and raw torch are reported. It is not a ceiling: it answers from
+`execute`, which holds its one instance until its answers are back in
+tritonserver, and the adapter's pipeline does not (the ResNet-50 endpoint
+often carries more). Both models also take the same requests straight at
+tritonserver's SageMaker port, past the front end (`direct`: the path a
+SageMaker host's own HTTP hop takes to the container, with nothing of ours in
+front), so the front end's share is measured in the same rounds. The JSON
 names the machine, driver, torch and the git commit.
 `--profile-adapter` has the adapter log where each model call's time goes
 (DEPLOY_ADAPTER_PROFILE, every 100 calls; kept as `adapter_profile`), and
@@ -100,7 +101,7 @@ max_batch_size: {max_batch}
 instance_group [ {{ kind: KIND_GPU count: {instances} }} ]
 """
 PARAMETER = 'parameters {{ key: "{key}" value: {{ string_value: "{value}" }} }}\n'
-# The serving path's own ceiling: the same requests to a model that does no work.
+# The same requests to a model that does no work (a reference, not a ceiling: see above).
 NO_WORK = "no_work"
 NO_WORK_CONFIG = f"""
 name: "{NO_WORK}"

@@ -67,7 +67,7 @@ def test_quick_gpu_bench_run_reports_every_cell_and_round(tmp_path: Path) -> Non
     assert len(latency["added_ms_each_round"]) == 1, latency
     # One round cannot meet a target stated for every round of at least three.
     assert report["target"]["cell"] == "x1/batch_8/concurrency_8"
-    # The serving path's ceiling at the target cell: a model doing no work, same rounds.
+    # The target cell's requests to a model doing no work, same rounds.
     path = report["serving_path_batch_8/concurrency_8"]
     assert len(path["no_work_rounds"]) == 1 and path["no_work_rounds"][0]["requests"] > 0, path
     assert path["no_work_rounds"][0]["mean_images_per_model_call"] >= 8, path
