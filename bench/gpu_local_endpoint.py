@@ -87,6 +87,7 @@ TARGET_CELL = "x1/batch_8/concurrency_8"  # one instance
 TARGET_MIN_ROUNDS = 3
 LATENCY_CELL = "batch_1/concurrency_1"
 MAX_CLIENT_PROCESSES = 8
+INVOCATIONS = "/endpoints/local/invocations"  # the front end's; `direct` cells skip it
 # ResNet-50's tensors (and the no-work model's), with the default dynamic batching.
 TENSORS = """
 input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 3, 224, 224 ] } ]
@@ -289,9 +290,6 @@ def _client_process(
             "requests_all": len(all_latencies),
         }
     )
-
-
-INVOCATIONS = "/endpoints/local/invocations"
 
 
 def drive_endpoint(
@@ -548,6 +546,14 @@ def main() -> None:
                 model["target_model"]: f"/models/{model['hash']}/invoke"
                 for model in listing["loaded"]
             }
+            # The target cell's requests on the serving path alone: the no-work model
+            # through the front end and straight at tritonserver, ResNet-50 straight.
+            serving_path_cells = {
+                NO_WORK: (endpoint.url, INVOCATIONS, no_work),
+                f"{NO_WORK}/direct": (triton_url, direct_path[no_work], no_work),
+            }
+            if 1 in targets:  # the target cell's model (one instance) is served
+                serving_path_cells["x1/direct"] = (triton_url, direct_path[targets[1]], targets[1])
             log = Path(endpoint.supervisor.log_path).read_text(errors="replace")
             adapter_lines = [
                 re.sub(r"^.*deploy adapter: ", "", line.strip()).rstrip('"')
@@ -563,12 +569,8 @@ def main() -> None:
             served_rounds: dict[str, list[dict[str, Any]]] = {}
             raw_rounds: dict[str, list[dict[str, Any]]] = {}
             ceiling: list[dict[str, Any]] = []
-            # The target cell's requests on the serving path alone: the no-work model
-            # through the front end and straight at tritonserver, ResNet-50 straight.
             serving_path_rounds: dict[str, list[dict[str, Any]]] = {
-                NO_WORK: [],
-                f"{NO_WORK}/direct": [],
-                "x1/direct": [],
+                name: [] for name in serving_path_cells
             }
             for round_index in range(args.rounds):
                 order = ["endpoint", "raw"] if round_index % 2 == 0 else ["raw", "endpoint"]
@@ -590,12 +592,7 @@ def main() -> None:
                                 print(key, cell, file=sys.stderr, flush=True)
                             if f"x1/batch_{batch}/concurrency_{level}" != TARGET_CELL:
                                 continue
-                            for name, url, target in (
-                                (NO_WORK, endpoint.url, no_work),
-                                (f"{NO_WORK}/direct", triton_url, no_work),
-                                ("x1/direct", triton_url, targets[1]),
-                            ):
-                                path = direct_path[target] if url == triton_url else INVOCATIONS
+                            for name, (url, path, target) in serving_path_cells.items():
                                 cell = drive_endpoint(
                                     url, target, batch, level, args.warmup, args.seconds, path
                                 )
